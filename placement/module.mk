@@ -1,1 +1,46 @@
-# placement module: appends to LIBS_A BINS SHLIBS PLUGINS UNIT_TESTS INTEG_TESTS BENCHES (see Makefile)
+# placement module: the placement engine (libisle_place.a), islesim, the
+# unit tests and the bench-placement benchmark.
+
+PLACE_SRCS := placement/engine.c placement/cost.c placement/util.c
+PLACE_OBJS := $(PLACE_SRCS:%.c=$(B)/%.o)
+LIBS_A     += $(B)/libisle_place.a
+ALL_OBJS   += $(PLACE_OBJS)
+$(B)/libisle_place.a: $(PLACE_OBJS)
+
+# islesim: the discrete-event simulator (placement/sim/).
+ISLESIM_SRCS := $(wildcard placement/sim/*.c)
+ISLESIM_OBJS := $(ISLESIM_SRCS:%.c=$(B)/%.o)
+BINS         += $(B)/bin/islesim
+ALL_OBJS     += $(ISLESIM_OBJS)
+$(B)/bin/islesim: $(ISLESIM_OBJS) $(B)/libisle_place.a $(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(ISLESIM_OBJS) $(B)/libisle_place.a \
+		$(B)/libisle_topo.a $(TOPO_LDLIBS) -lm $(LDLIBS)
+
+# Unit tests (cmocka). test_place_sim also links islesim's parts.
+PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum
+UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim
+$(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) -lm $(LDLIBS)
+
+# Benchmark: isle against the baseline policies on the four clusters, and
+# decision time at 1,000 and 10,000 nodes. Writes build/bench/placement.json,
+# placement.txt (the table) and placement.png (gnuplot).
+PLACE_BENCH_JOBS ?= 20000
+BENCHES += bench-placement
+.PHONY: bench-placement
+bench-placement: $(B)/bin/islesim
+	@mkdir -p $(B)/bench
+	@$(B)/bin/islesim --bench $(B)/bench --jobs $(PLACE_BENCH_JOBS) \
+		--data "$${ISLE_SHARED_DATA:-$(CURDIR)/../shared/data}" \
+		| tee $(B)/bench/placement.txt
+	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"
+
+$(B)/tests/unit/test_place_sim.o: CPPFLAGS += -Iplacement/sim
+$(B)/tests/test_place_sim: $(B)/tests/unit/test_place_sim.o \
+		$(filter-out %/main.o,$(ISLESIM_OBJS)) $(B)/libisle_place.a \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) -lm $(LDLIBS)

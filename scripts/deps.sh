@@ -29,7 +29,7 @@ PACKAGES=(
 	libhwloc-dev hwloc libjson-c-dev libcmocka-dev libibverbs-dev ibverbs-providers
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
 	libopenmpi-dev openmpi-bin libpmix-dev graphviz gnuplot-nox iproute2
-	procps psmisc util-linux
+	procps psmisc util-linux libxml2-utils
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
@@ -117,6 +117,15 @@ fetch_slurm() {
 }
 
 build_slurm() {
+	# One Slurm build at a time: a second deps.sh (e.g. started by another
+	# engineer's `make`) waits here instead of deleting the tree that the
+	# first one is compiling, then finds the stamp below.
+	mkdir -p "$ISLE_CACHE"
+	exec 9>"$ISLE_CACHE/.slurm-build.lock"
+	if ! flock -n 9; then
+		echo "deps.sh: another deps.sh is building Slurm; waiting for it" >&2
+		flock 9
+	fi
 	if slurm_ok; then
 		echo "deps.sh: Slurm $SLURM_VER cached in $SLURM_PREFIX"
 		return 0
@@ -144,7 +153,8 @@ build_slurm() {
 	(cd "$SLURM_SRC" && make -j"$JOBS" install >"$ISLE_CACHE/src/install.log" 2>&1) ||
 		fail "make install failed; see $ISLE_CACHE/src/install.log"
 	step="check Slurm plugins"
-	for p in mpi_pmix auth_slurm cred_slurm select_cons_tres topology_tree topology_block gres_gpu; do
+	# (cred/slurm has no plugin file of its own: auth_slurm.so provides it.)
+	for p in mpi_pmix auth_slurm select_cons_tres topology_tree topology_block gres_gpu; do
 		[ -f "$SLURM_PREFIX/lib/slurm/$p.so" ] || fail "plugin $p.so missing from $SLURM_PREFIX/lib/slurm"
 	done
 	date -u +%FT%TZ >"$SLURM_STAMP"

@@ -1,1 +1,80 @@
-# slurm_plugin module: appends to LIBS_A BINS SHLIBS PLUGINS UNIT_TESTS INTEG_TESTS BENCHES (see Makefile)
+# slurm_plugin module: topology/isle (topology_isle.so) and the isle SPANK
+# plugin (spank_isle.so) for Slurm 24.11, plus `islectl explain`.
+#
+# Both plugins are built like Slurm's own (-module -avoid-version: a plain
+# shared object, no libslurm on the link line): Slurm symbols resolve at load
+# time from slurmctld / scontrol / slurmd (libslurmfull). The isle static
+# libraries are linked in, so json-c is the only other runtime dependency.
+# Exported ABI: only the symbols Slurm dlsyms (version scripts *.map).
+
+SLURM_PLUGIN_CPPFLAGS := -DHAVE_CONFIG_H -isystem $(SLURM_SRC) \
+			 -isystem $(SLURM_SRC)/slurm -Islurm_plugin
+# Slurm's own sources are compiled as Slurm compiles them (no -Werror).
+SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
+		    -I$(SLURM_SRC)/slurm -O2 -g -fPIC -fvisibility=hidden \
+		    -pthread -w
+
+# --- topology/isle -------------------------------------------------------
+TOPO_ISLE_SRCS := topology_isle.c isle_records.c isle_eval.c isle_decision.c
+TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
+# topology/common from the configured Slurm tree, as topology/tree links it.
+SLURM_TOPO_COMMON := common_topo eval_nodes gres_filter gres_sched
+SLURM_TOPO_COMMON_OBJS := $(SLURM_TOPO_COMMON:%=$(B)/slurm_plugin/slurm_common/%.o)
+
+# --- spank_isle ----------------------------------------------------------
+SPANK_ISLE_SRCS := spank_isle.c spank_opts.c spank_local.c spank_remote.c \
+		   spank_job.c
+SPANK_ISLE_OBJS := $(SPANK_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
+
+# --- islectl explain -----------------------------------------------------
+# An object prerequisite of islectl (see topology/islectl.h).
+EXPLAIN_OBJS := $(B)/slurm_plugin/explain.o
+$(B)/bin/islectl: $(EXPLAIN_OBJS)
+$(EXPLAIN_OBJS): CPPFLAGS += -Islurm_plugin
+
+ALL_OBJS += $(TOPO_ISLE_OBJS) $(SPANK_ISLE_OBJS) $(EXPLAIN_OBJS)
+
+$(TOPO_ISLE_OBJS) $(SPANK_ISLE_OBJS): CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
+
+$(B)/slurm_plugin/slurm_common/%.o: $(SLURM_SRC)/src/plugins/topology/common/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(SLURM_SRC_CFLAGS) -c -o $@ $<
+
+PLUGINS += $(B)/slurm/topology_isle.so $(B)/slurm/spank_isle.so
+
+$(B)/slurm/topology_isle.so: $(TOPO_ISLE_OBJS) $(SLURM_TOPO_COMMON_OBJS) \
+			     $(B)/libisle_place.a $(B)/libisle_topo.a \
+			     slurm_plugin/topology_isle.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $(TOPO_ISLE_OBJS) \
+		$(SLURM_TOPO_COMMON_OBJS) $(B)/libisle_place.a \
+		$(B)/libisle_topo.a -Wl,--version-script=slurm_plugin/topology_isle.map \
+		-ljson-c -lm $(LDLIBS)
+
+$(B)/slurm/spank_isle.so: $(SPANK_ISLE_OBJS) slurm_plugin/spank_isle.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $(SPANK_ISLE_OBJS) \
+		-Wl,--version-script=slurm_plugin/spank_isle.map $(LDLIBS)
+
+# --- tests and bench -----------------------------------------------------
+SLURM_PLUGIN_TESTS := $(B)/tests/test_slurm_plugin_spank_opts
+UNIT_TESTS += $(SLURM_PLUGIN_TESTS)
+$(B)/tests/test_slurm_plugin_spank_opts: \
+		$(B)/tests/unit/test_slurm_plugin_spank_opts.o \
+		$(B)/slurm_plugin/spank_opts.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_spank_opts.o: CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
+
+UNIT_TESTS += $(B)/tests/test_slurm_plugin_explain
+$(B)/tests/test_slurm_plugin_explain: $(B)/tests/unit/test_slurm_plugin_explain.o \
+		$(EXPLAIN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_explain.o: CPPFLAGS += -Islurm_plugin
+
+BENCHES += bench-slurm
+.PHONY: bench-slurm
+bench-slurm: $(PLUGINS) $(BINS)
+	@mkdir -p $(B)/bench
+	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json

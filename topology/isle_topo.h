@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -189,6 +190,20 @@ int isle_topo_set_gpu_nic(isle_topo *t, int node, int gpu, int nic);
 int isle_topo_add_switch(isle_topo *t, const char *name, uint64_t guid,
 			 isle_sw_level level);
 
+/* Changes the GPU count of a node (0..64), e.g. when a discovery file fills
+ * in a node first seen in a fabric dump. Details and NVLinks of GPUs below
+ * the new count are kept. */
+int isle_topo_set_ngpus(isle_topo *t, int node, int ngpus);
+
+/* Rack index by name, or -1. O(racks). */
+int isle_topo_find_rack(const isle_topo *t, const char *name);
+
+/* Moves a node into rack (index), or out of any rack with rack = -1. */
+int isle_topo_set_node_rack(isle_topo *t, int node, int rack);
+
+/* Sets a switch's rail (-1 = none) and port rate in Gb/s (0 = unknown). */
+int isle_topo_set_switch(isle_topo *t, int sw, int rail, double gbps);
+
 /* Cables child below parent (both switch indices). Duplicates are ignored. */
 int isle_topo_link_switches(isle_topo *t, int parent, int child);
 
@@ -252,12 +267,243 @@ int isle_topo_load(const char *path, isle_topo **out, char *err, size_t errlen);
 int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 		       char *err, size_t errlen);
 
-/* Writes the model as a cluster file (atomic: temp file + rename). */
+/*
+ * Merges a cluster file (same schema; every field optional) into a model
+ * that is not finalized yet: objects are matched by name (nodes, their GPUs
+ * and NICs, switches, racks); given fields override, new objects are added,
+ * tiers override per field. Used for admin overrides on top of discovered
+ * data. On error t may hold part of the file; err names file and JSON path.
+ */
+int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
+			 size_t errlen);
+
+/* Writes the model as a cluster file (atomic: temp file + rename).
+ * -EINVAL when a node or switch name holds a character the loader refuses
+ * (blanks, , [ ] = # "): such a file could not be read back. */
 int isle_topo_save(const isle_topo *t, const char *path, char *err,
 		   size_t errlen);
 
 /* Returns a newly allocated JSON string of the model; caller frees. */
 char *isle_topo_to_json(const isle_topo *t);
+
+/* ======================================================================
+ * InfiniBand fabric dumps and node discovery files
+ * (topology/ibnd_*.c, topology/node_json.c; owner: topology sources)
+ * ====================================================================== */
+
+/* --- ibnetdiscover dumps (topology/ibnd_parse.c, ibnd_fabric.c) --------- */
+
+typedef enum isle_ibnd_type {
+	ISLE_IBND_SWITCH = 0,
+	ISLE_IBND_CA,
+	ISLE_IBND_ROUTER
+} isle_ibnd_type;
+
+/* What a CA is, from the GUID map or its node description. */
+typedef enum isle_ibnd_ca_kind {
+	ISLE_IBND_CA_HOST = 0,    /* "host hca" description or mapped GUID */
+	ISLE_IBND_CA_AGGREGATION, /* SHARP "Aggregation Node" inside a switch */
+	ISLE_IBND_CA_ANONYMOUS    /* firmware default description, no host */
+} isle_ibnd_ca_kind;
+
+/* One connected port: a line "[port] "peer"[peer_port] ..." of the dump. */
+struct isle_ibnd_port {
+	int port;        /* local port number */
+	int peer;        /* index of the remote node in isle_ibnd_fabric.nodes */
+	int peer_port;   /* remote port number */
+	uint64_t guid;   /* local port GUID (CA ports), 0 if not in the dump */
+	int width;       /* lanes: 1, 2, 4, 8, 12; 0 if unknown */
+	char speed[8];   /* "SDR" .. "XDR", "" if unknown */
+	double gbps;     /* width x lane rate in Gb/s, 0 if unknown */
+	int line;        /* line in the dump */
+};
+
+struct isle_ibnd_node {
+	isle_ibnd_type type;
+	char *id;        /* identifier as in the dump: "S-2c5eab0300b87b40" */
+	char *desc;      /* node description, "" if none */
+	uint64_t guid;   /* node GUID (switchguid=/caguid= or from the id) */
+	int nports;      /* port count from the header line */
+	int lid;         /* switch LID (header) or CA port LID, -1 unknown */
+	int line;        /* header line in the dump */
+	int nlinks;
+	struct isle_ibnd_port *links; /* connected ports, ascending port */
+	/* Derived by classification (CAs). */
+	isle_ibnd_ca_kind kind;
+	char *host;      /* host name (CA_HOST), else NULL */
+	char *hca;       /* HCA name: "mlx5_5", "HCA-6"; "" if unknown */
+	int rail;        /* CA: rank of the HCA name in its family; leaf
+			  * switch: rail of most of its hosts; else -1 */
+	/* Derived by classification (switches). */
+	isle_sw_level level;
+	int nhosts;      /* host CAs cabled directly */
+};
+
+/* A parsed dump. Owned by the caller; free with isle_ibnd_fabric_destroy. */
+typedef struct isle_ibnd_fabric {
+	char *source;    /* dump path as given */
+	int nnodes;
+	struct isle_ibnd_node *nodes; /* in dump order */
+	int nswitches, ncas, nrouters;
+	int nhosts;      /* distinct host names */
+	int nhost_cas, naggregation, nanonymous;
+	int nlevel[4];   /* switches per isle_sw_level */
+	int nrails;      /* rails seen (0 if no host CA) */
+	long nlinks;     /* cables (each counted once) */
+	/* Private. */
+	int cap_nodes;
+	struct isle__index *id_idx; /* id -> node index */
+} isle_ibnd_fabric;
+
+/* Options of the dump readers. Zero-initialised = defaults. */
+#define ISLE_IBND_KEEP_ANONYMOUS 0x1 /* hosts named by CA id (ibmap2slurm) */
+struct isle_ibnd_opts {
+	const char *guid_map;  /* "H-<guid> host" / "0x<guid> host" lines */
+	const char *spine_map; /* switch ids or GUIDs that are never leafs */
+	unsigned flags;        /* ISLE_IBND_* */
+};
+
+/*
+ * Parses an ibnetdiscover text dump (plain or -f) and classifies it: CAs
+ * into hosts (GUID map first, then "host hca" descriptions), SHARP
+ * aggregation nodes and anonymous CAs; rails from HCA names; switch levels
+ * (leaf: host or anonymous CAs attached; spine: next to a leaf; core:
+ * above). Lines before the dump (a shell prompt) are skipped with a warning.
+ * On success *out is a new fabric the caller destroys; on failure *out is
+ * NULL and err reads "file:line: reason". opts may be NULL.
+ */
+int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
+		    isle_ibnd_fabric **out, char *err, size_t errlen);
+
+/* Frees f and everything it owns. NULL is a no-op. */
+void isle_ibnd_fabric_destroy(isle_ibnd_fabric *f);
+
+/* Node index of a dump id ("S-..."), or -1. */
+int isle_ibnd_find(const isle_ibnd_fabric *f, const char *id);
+
+/*
+ * Returns the canonical text summary of a fabric (sorted, one switch or host
+ * per line: the golden-file format, see docs/ibnd-summary.md) as a new
+ * string the caller frees, or NULL when out of memory.
+ */
+char *isle_ibnd_summary(const isle_ibnd_fabric *f);
+
+/*
+ * Adds the fabric to a model that is not finalized: switches (named by their
+ * description when it is one unique word an admin set, like "leaf-r1", else
+ * by dump id; with levels, rails and rates), hosts as nodes (existing nodes of the
+ * same name are filled in), their HCAs as NICs, and cables. Warns with the
+ * counts of aggregation nodes and anonymous CAs left out.
+ */
+int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
+		      size_t errlen);
+
+/* Parses a dump and adds it to t (see isle_ibnd_parse, isle_ibnd_to_topo);
+ * guid_map_path may be NULL. With a GUID map, the map names the hosts and
+ * CAs it does not name keep their dump id (ISLE_IBND_KEEP_ANONYMOUS, as
+ * ibmap2slurm does); without one, anonymous CAs are left out. t is
+ * unchanged on a parse error. */
+int isle_ibnd_load(isle_topo *t, const char *dump_path,
+		   const char *guid_map_path, char *err, size_t errlen);
+
+/* Same, with all options (spine list, flags). */
+int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
+			const struct isle_ibnd_opts *opts, char *err,
+			size_t errlen);
+
+/* --- Node discovery files (topology/node_json.c, docs/node-json.md) --- */
+
+/*
+ * Merges one node JSON file written by `isle-agent discover` into a model
+ * that is not finalized: adds the node, or fills in a node of the same name
+ * found earlier (e.g. from an ibnetdiscover dump: NICs are matched by port
+ * GUID, then by name). Sets GPUs, the NVLink matrix, NICs with rails, the
+ * nearest NIC of each GPU and NUMA affinity. Errors name the file and the
+ * JSON path. Returns the node index or a negative errno.
+ */
+int isle_topo_merge_node_json(isle_topo *t, const char *path, char *err,
+			      size_t errlen);
+
+/* Same, from a NUL-terminated buffer; name is used in messages. */
+int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
+				  const char *name, char *err, size_t errlen);
+
+/*
+ * Merges several node files, then declares one multi-node NVLink domain per
+ * NVML fabric clique ("fabric": cluster UUID + clique id) shared by two or
+ * more of the nodes (GB200 NVL72). Stops at the first bad file. Returns 0.
+ */
+int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
+				    int npaths, char *err, size_t errlen);
+
+/* ====================================================================== */
+
+/* --- Emitters (emit_*.c): configuration for other tools ---------------- */
+
+/*
+ * Each writes text to out and returns 0, -ENOMEM or -EIO. The model must be
+ * finalized. Formats and choices: docs/cluster-file.md, "Emitters".
+ */
+
+/* Slurm topology.conf for topology/tree: SwitchName=... Nodes=/Switches=.
+ * Each node is listed once, under its primary (rail-0) leaf. */
+int isle_emit_slurm_tree(const isle_topo *t, FILE *out);
+
+/* Slurm topology.conf for topology/block: one block per multi-node NVLink
+ * domain, then one per leaf group of the remaining nodes; BlockSizes. */
+int isle_emit_slurm_block(const isle_topo *t, FILE *out);
+
+/* Slurm gres.conf lines "NodeName=n Name=gpu File=DIR/nvidiaI [Cores=..]
+ * Links=..." for one node (index) or all (node = -1); dev_dir NULL means
+ * /dev. cores (NULL: no Cores=) is one Slurm core list for every GPU
+ * ("0-15") or one per NUMA node ("0:0-31;1:32-63"); -EINVAL if malformed. */
+int isle_emit_gres(const isle_topo *t, int node, const char *dev_dir,
+		   const char *cores, FILE *out);
+
+/* NCCL topology XML (NCCL_TOPO_FILE) of one node. */
+int isle_emit_nccl_xml(const isle_topo *t, int node, FILE *out);
+
+/* Graphviz DOT of the cluster. job_of_node (may be NULL) gives per node an
+ * index into job_names or -1; nodes of a job share a fill colour. */
+int isle_emit_dot(const isle_topo *t, const int *job_of_node,
+		  const char *const *job_names, int njobs, FILE *out);
+
+/* --- Checks (lint.c) ------------------------------------------------------ */
+
+/*
+ * Reports questionable but loadable content of a finalized model through
+ * fn (one message per finding, "where: what"): nodes without GPUs (in the
+ * fabric but no node file merged), nodes off the fabric, switches without
+ * nodes or children, GPUs without a nearest NIC, empty racks. Returns the
+ * number of findings.
+ */
+int isle_topo_lint(const isle_topo *t, isle_topo_warn_fn fn, void *arg);
+
+/* --- Slurm host lists (hostlist.c) ------------------------------------- */
+
+/* Most names one expression may expand to. */
+#define ISLE_HOSTLIST_MAX (1 << 20)
+
+/*
+ * Expands a Slurm host list ("gpu[01-04,07],login1"; several bracket groups
+ * multiply: "r[1-2]n[1-3]"; commas or blanks separate names) into *names, an
+ * array of *n new strings in the order written, duplicates kept. The caller
+ * frees them with isle_hostlist_free(). Returns 0, -EINVAL (err quotes the
+ * expression), -ERANGE (over ISLE_HOSTLIST_MAX names) or -ENOMEM.
+ */
+int isle_hostlist_expand(const char *expr, char ***names, int *n, char *err,
+			 size_t errlen);
+
+/* Frees what isle_hostlist_expand() returned. NULL is a no-op. */
+void isle_hostlist_free(char **names, int n);
+
+/*
+ * Compresses n names into Slurm's ranged form, sorted and deduplicated as
+ * Slurm's hostlist_uniq() + hostlist_ranged_string() do:
+ * {n03,n01,n02,n10,login} -> "login,n[01-03,10]". Returns a new string the
+ * caller frees ("" for n == 0), NULL on -ENOMEM.
+ */
+char *isle_hostlist_compress(const char *const *names, int n);
 
 #ifdef __cplusplus
 }

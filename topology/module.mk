@@ -1,1 +1,60 @@
-# topology module: appends to LIBS_A BINS SHLIBS PLUGINS UNIT_TESTS INTEG_TESTS BENCHES (see Makefile)
+# topology module: the cluster model library, its loaders and emitters, and
+# islectl. Appends to LIBS_A BINS UNIT_TESTS BENCHES (see Makefile).
+
+# Libraries a user of libisle_topo.a links after it.
+TOPO_LDLIBS := -ljson-c
+
+TOPO_SRCS := topology/model.c topology/index.c topology/hostlist.c \
+	     topology/json_load.c topology/json_save.c topology/lint.c \
+	     topology/emit_slurm.c topology/emit_gres.c topology/emit_nccl.c \
+	     topology/emit_dot.c
+TOPO_OBJS := $(TOPO_SRCS:%.c=$(B)/%.o)
+ALL_OBJS += $(TOPO_OBJS)
+
+LIBS_A += $(B)/libisle_topo.a
+$(B)/libisle_topo.a: $(TOPO_OBJS)
+
+# islectl. Other modules add subcommands by adding an object prerequisite:
+#   $(B)/bin/islectl: $(B)/dir/file.o     (see topology/islectl.h)
+ISLECTL_OBJS := $(B)/topology/islectl.o
+ALL_OBJS += $(ISLECTL_OBJS)
+BINS += $(B)/bin/islectl
+$(B)/bin/islectl: $(ISLECTL_OBJS) $(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) \
+		$(TOPO_LDLIBS) $(LDLIBS)
+
+# Unit tests.
+TOPO_TESTS := $(B)/tests/test_topo_model $(B)/tests/test_topo_hostlist \
+	      $(B)/tests/test_topo_json $(B)/tests/test_topo_emit
+UNIT_TESTS += $(TOPO_TESTS)
+
+$(B)/tests/unit/test_topo_json.o $(B)/tests/unit/test_topo_emit.o: CPPFLAGS += \
+	-DTOPO_GOLDEN_DIR='"$(CURDIR)/tests/golden/topology"'
+
+$(TOPO_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+# --- ibnetdiscover dumps and node JSON files (topology sources; added by
+# the owner of topology/ibnd_*.c and topology/node_json.c) ---
+IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o node_json.o)
+ALL_OBJS += $(IBND_OBJS)
+$(B)/libisle_topo.a: $(IBND_OBJS)
+
+IBND_TESTS := $(B)/tests/test_topo_ibnd
+UNIT_TESTS += $(IBND_TESTS)
+$(IBND_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+# Benchmark: a 10,000-node, 80,000-GPU rail-optimized fabric.
+BENCHES += bench-topo
+.PHONY: bench-topo
+ALL_OBJS += $(B)/topology/bench_topo.o
+$(B)/bench/bench_topo: $(B)/topology/bench_topo.o $(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(LDLIBS)
+bench-topo: $(B)/bench/bench_topo
+	@mkdir -p $(B)/bench
+	@$(B)/bench/bench_topo -o $(B)/bench/topo.json | tee $(B)/bench/topo.txt

@@ -1,0 +1,36 @@
+/*
+ * agent_priv.h - internals shared by the files of agent/.
+ */
+#ifndef ISLE_AGENT_PRIV_H
+#define ISLE_AGENT_PRIV_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "isle_agent.h"
+
+/* snprintf into err if non-NULL; returns rc. */
+int isle__agent_err(int rc, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Appends a GPU with the given bus id; returns its index or -ENOMEM. The
+ * NVLink matrix grows with it. */
+int isle__agent_add_gpu(isle_agent_node *n, const char *bus_id);
+
+/* Appends a NIC named name; returns its index or -ENOMEM. */
+int isle__agent_add_nic(isle_agent_node *n, const char *name);
+
+/* GPU index by PCI bus id (case-insensitive, domain optional), or -1. */
+int isle__agent_find_gpu(const isle_agent_node *n, const char *bus_id);
+
+/* NIC index by name, or -1. */
+int isle__agent_find_nic(const isle_agent_node *n, const char *name);
+
+/* Normalizes a PCI bus id to "dddd:bb:dd.f" lower case; 0 or -EINVAL. */
+int isle__agent_norm_bus_id(const char *in, char *out, size_t len);
+
+/* Rate in Gb/s of an InfiniBand port from the active_width and
+ * active_speed codes of ibv_port_attr; 0 if unknown. */
+double isle__agent_ib_gbps(int width_code, int speed_code);
+
+#endif /* ISLE_AGENT_PRIV_H */

@@ -1,0 +1,146 @@
+/*
+ * algo.c - the alpha-beta cost model that picks the allreduce algorithm.
+ *
+ * A message of b bytes over a link of latency a (us) and bandwidth w (GB/s)
+ * costs a + b / (w * 1e3) us. Costs assume fp32 payloads; a codec scales
+ * the bytes on the wire by encoded_size / raw_size. Encode/decode time is
+ * not modelled: the CPU codecs run near memory bandwidth, far above the
+ * network levels they are used on.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "comm_priv.h"
+
+static const char *const algo_names[ISLE_ALGO_COUNT] = {
+    [ISLE_ALGO_AUTO] = "auto",
+    [ISLE_ALGO_RING] = "ring",
+    [ISLE_ALGO_RDOUBLING] = "rdoubling",
+    [ISLE_ALGO_HIER] = "hier",
+    [ISLE_ALGO_PASSTHROUGH] = "passthrough",
+};
+
+const char *isle_algo_name(isle_algo a)
+{
+	return (unsigned)a < ISLE_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+int isle_algo_parse(const char *s, isle_algo *a)
+{
+	for (int i = 0; i < ISLE_ALGO_COUNT; i++)
+		if (s && !strcmp(s, algo_names[i])) {
+			*a = (isle_algo)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static double xfer_us(double lat_us, double bw_gbps, double bytes)
+{
+	return lat_us + bytes / (bw_gbps * 1e3);
+}
+
+static double wire_ratio(const struct isle_codec *c, double bytes)
+{
+	size_t n = (size_t)(bytes / 4);
+
+	return n ? (double)isle_codec_encoded_size(c, n) / (4.0 * (double)n)
+		 : 1.0;
+}
+
+/* Ring reduce-scatter + allgather (or the all-to-all pair for codecs that
+ * cannot be summed: same volume, same message count). */
+static double ring_us(int p, double lat, double bw, double bytes, double r)
+{
+	if (p <= 1)
+		return 0;
+	return 2.0 * (p - 1) * xfer_us(lat, bw, bytes * r / p);
+}
+
+static double rd_us(int p, double lat, double bw, double bytes)
+{
+	int steps = 0, pof2 = 1;
+
+	if (p <= 1)
+		return 0;
+	while (pof2 * 2 <= p) {
+		pof2 *= 2;
+		steps++;
+	}
+	/* Non-powers of two fold the extra ranks in and out: two more steps. */
+	return (steps + (pof2 != p ? 2 : 0)) * xfer_us(lat, bw, bytes);
+}
+
+static double hier_us(const struct isle_algo_level *lv, int nlevels,
+		      double bytes)
+{
+	const struct isle_algo_level *l = lv;
+	double r = wire_ratio(&l->codec, bytes);
+	int g = l->group_size;
+
+	if (nlevels == 1) {
+		double ring = ring_us(g, l->lat_us, l->bw_gbps, bytes, r);
+
+		if (l->codec.kind == ISLE_CODEC_NONE) {
+			double rd = rd_us(g, l->lat_us, l->bw_gbps, bytes);
+
+			return rd < ring ? rd : ring;
+		}
+		return ring;
+	}
+	return ring_us(g, l->lat_us, l->bw_gbps, bytes, r) +
+	       hier_us(lv + 1, nlevels - 1, g > 1 ? bytes / g : bytes);
+}
+
+double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
+			 int nlevels, size_t bytes)
+{
+	double bw = INFINITY, lat = 0, b = (double)bytes;
+	long p = 1;
+
+	if (nlevels < 1 || nlevels > ISLE_COMM_MAX_LEVELS)
+		return -1;
+	for (int i = 0; i < nlevels; i++) {
+		if (lv[i].group_size < 1 || !(lv[i].bw_gbps > 0))
+			return -1;
+		p *= lv[i].group_size;
+		/* A flat algorithm crosses the slowest level that is in use. */
+		if (lv[i].group_size > 1 || i == 0) {
+			bw = lv[i].bw_gbps < bw ? lv[i].bw_gbps : bw;
+			lat = lv[i].lat_us > lat ? lv[i].lat_us : lat;
+		}
+	}
+	switch (algo) {
+	case ISLE_ALGO_RING:
+		return ring_us((int)p, lat, bw, b, 1.0);
+	case ISLE_ALGO_RDOUBLING:
+		return rd_us((int)p, lat, bw, b);
+	case ISLE_ALGO_HIER:
+		return hier_us(lv, nlevels, b);
+	default:
+		return -1;
+	}
+}
+
+isle_algo isle_algo_choose(const struct isle_algo_level *lv, int nlevels,
+			   size_t bytes, double *cost_us)
+{
+	static const isle_algo cand[] = {ISLE_ALGO_HIER, ISLE_ALGO_RING,
+					 ISLE_ALGO_RDOUBLING};
+	isle_algo best = ISLE_ALGO_HIER;
+	double best_us = INFINITY;
+
+	/* In order of preference on ties: hier follows the placement. */
+	for (size_t i = 0; i < ISLE_ARRAY_SIZE(cand); i++) {
+		double t = isle_algo_cost_us(cand[i], lv, nlevels, bytes);
+
+		if (t >= 0 && t < best_us) {
+			best_us = t;
+			best = cand[i];
+		}
+	}
+	if (cost_us)
+		*cost_us = best_us;
+	return best;
+}

@@ -1,0 +1,660 @@
+/*
+ * bench_comm.c - allreduce benchmark driver for scripts/bench-comm.sh.
+ *
+ *   bench_comm plan   --nodes N --ppn R --rate RATE [--lat-us L]
+ *       print the plan of the emulated cluster (ranks placed by node)
+ *   bench_comm probe  (under mpirun) ping-pong between node 0 and node 1:
+ *       one JSON line with the link's latency and bandwidth
+ *   bench_comm mpi    --algo ALGO [--min-bytes B] [--max-bytes B] [--step S]
+ *       (under mpirun) time allreduce of fp32 sums; one JSON line per size
+ *       ALGO: mpi_flat (MPI_Allreduce), isle_none, isle_bf16, isle_int8,
+ *       isle_topk (isle_comm_allreduce with that codec across nodes)
+ *   bench_comm codecs single-core CPU codec throughput and memcpy, JSON
+ *   bench_comm report --results F --codecs F --probe F --nodes N --ppn R
+ *                     --rate RATE --mtu M --shaped-bytes B --out F
+ *       comm.json, plus ratios and the alpha-beta bound on stdout
+ *
+ * Rates are tc rates ("1gbit", "500mbit"); bandwidths printed are GB/s
+ * (bytes), like the plan's bw_gbps.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "isle_comm.h"
+
+#define MAX_RESULTS 256
+
+struct opts {
+	int nodes, ppn, mtu;
+	double shaped_bytes; /* bytes the uplinks' tbf qdiscs sent */
+	double rate_bps;     /* link rate, bits per second */
+	const char *rate;
+	double lat_us;
+	const char *algo;
+	size_t min_bytes, max_bytes;
+	int step;
+	const char *results, *codecs, *probe, *out;
+};
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bench_comm: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* "1gbit" -> 1e9; tc's units (bit, kbit, mbit, gbit, tbit). */
+static double parse_rate(const char *s)
+{
+	static const struct {
+		const char *unit;
+		double mult;
+	} units[] = {{"bit", 1},
+		     {"kbit", 1e3},
+		     {"mbit", 1e6},
+		     {"gbit", 1e9},
+		     {"tbit", 1e12}};
+	char *end;
+	double v = strtod(s, &end);
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (v > 0 && !strcasecmp(end, units[i].unit))
+			return v * units[i].mult;
+	die("bad rate '%s' (expected e.g. 1gbit)", s);
+	return 0;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (end == s)
+		die("bad byte count '%s'", s);
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end)
+		die("bad byte count '%s'", s);
+	return (size_t)v;
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.nodes = 2,
+			   .ppn = 4,
+			   .mtu = 1500,
+			   .rate = "1gbit",
+			   .lat_us = 50,
+			   .algo = "mpi_flat",
+			   .min_bytes = 4096,
+			   .max_bytes = 256u << 20,
+			   .step = 4};
+	for (int i = 2; i < argc; i++) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			die("%s needs a value", k);
+		i++;
+		if (!strcmp(k, "--nodes"))
+			o->nodes = atoi(v);
+		else if (!strcmp(k, "--ppn"))
+			o->ppn = atoi(v);
+		else if (!strcmp(k, "--mtu"))
+			o->mtu = atoi(v);
+		else if (!strcmp(k, "--rate"))
+			o->rate = v;
+		else if (!strcmp(k, "--lat-us"))
+			o->lat_us = atof(v);
+		else if (!strcmp(k, "--algo"))
+			o->algo = v;
+		else if (!strcmp(k, "--min-bytes"))
+			o->min_bytes = parse_size(v);
+		else if (!strcmp(k, "--max-bytes"))
+			o->max_bytes = parse_size(v);
+		else if (!strcmp(k, "--step"))
+			o->step = atoi(v);
+		else if (!strcmp(k, "--results"))
+			o->results = v;
+		else if (!strcmp(k, "--codecs"))
+			o->codecs = v;
+		else if (!strcmp(k, "--probe"))
+			o->probe = v;
+		else if (!strcmp(k, "--shaped-bytes"))
+			o->shaped_bytes = atof(v);
+		else if (!strcmp(k, "--out"))
+			o->out = v;
+		else
+			die("unknown option %s", k);
+	}
+	o->rate_bps = parse_rate(o->rate);
+	if (o->nodes < 2 || o->ppn < 1 || o->step < 2 || o->min_bytes < 4)
+		die("%s", "need --nodes >= 2, --ppn >= 1, --step >= 2");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---------------------------------------------------------------- plan */
+
+/*
+ * Two levels: shared memory inside a node, the rate-limited uplink across
+ * nodes. The uplink is shared by the node's ranks, so each rank gets
+ * 1/ppn of it; the codec line is overridden per run (ISLE_COMM_CODEC).
+ */
+static int cmd_plan(const struct opts *o)
+{
+	double net_gbps = o->rate_bps / 8 / 1e9 / o->ppn;
+
+	printf("{\n  \"isle_plan\": %d,\n  \"job_id\": \"bench-comm\",\n"
+	       "  \"ranks\": [\n",
+	       ISLE_PLAN_VERSION);
+	for (int r = 0; r < o->nodes * o->ppn; r++)
+		printf("    {\"rank\": %d, \"node\": \"node%d\", "
+		       "\"leaf\": \"leaf0\"}%s\n",
+		       r, r / o->ppn, r + 1 < o->nodes * o->ppn ? "," : "");
+	printf("  ],\n  \"levels\": [\n"
+	       "    {\"name\": \"shm\", \"scope\": \"node\", \"bw_gbps\": 5.0, "
+	       "\"lat_us\": 2.0, \"codec\": \"none\"},\n"
+	       "    {\"name\": \"uplink\", \"scope\": \"job\", "
+	       "\"bw_gbps\": %.6g, \"lat_us\": %.6g, \"codec\": \"none\"}\n"
+	       "  ]\n}\n",
+	       net_gbps, o->lat_us);
+	return 0;
+}
+
+/* --------------------------------------------------------------- probe */
+
+/* Fastest round trip of len bytes between rank 0 and peer, seconds. */
+static double pingpong(int rank, int peer, char *buf, size_t len, int reps)
+{
+	double best = INFINITY;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	for (int i = 0; i < reps; i++) {
+		double t = MPI_Wtime();
+
+		if (rank == 0) {
+			MPI_Send(buf, (int)len, MPI_BYTE, peer, 0,
+				 MPI_COMM_WORLD);
+			MPI_Recv(buf, (int)len, MPI_BYTE, peer, 0,
+				 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else if (rank == peer) {
+			MPI_Recv(buf, (int)len, MPI_BYTE, 0, 0, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+			MPI_Send(buf, (int)len, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+		}
+		t = MPI_Wtime() - t;
+		best = t < best ? t : best;
+	}
+	return best;
+}
+
+/*
+ * Ping-pong rank 0 <-> rank ppn (first rank of node 1). The fastest of many
+ * round trips is the link's own latency; on a busy host the average mostly
+ * measures the scheduler.
+ */
+static int cmd_probe(const struct opts *o)
+{
+	const size_t big = 8u << 20;
+	int rank, size, peer = o->ppn;
+	char *buf = malloc(big);
+	double lat, t_big;
+
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (!buf || size <= peer) {
+		fprintf(stderr, "bench_comm probe: needs > %d ranks\n", peer);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	memset(buf, 1, big);
+	lat = pingpong(rank, peer, buf, 8, 300) / 2;
+	t_big = pingpong(rank, peer, buf, big, 5) / 2;
+	if (rank == 0)
+		printf("{\"lat_us\": %.2f, \"gbps\": %.4f}\n", lat * 1e6,
+		       (double)big / (t_big - lat) / 1e9);
+	free(buf);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- mpi */
+
+static const char *codec_of(const char *algo)
+{
+	static const struct {
+		const char *algo, *codec;
+	} map[] = {{"isle_none", "none"},
+		   {"isle_bf16", "bf16"},
+		   {"isle_fp16", "fp16"},
+		   {"isle_int8", "int8"},
+		   {"isle_topk", "topk:0.01"}};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(algo, map[i].algo))
+			return map[i].codec;
+	return NULL;
+}
+
+/*
+ * Fewer repetitions as messages grow, so the whole run stays short; large
+ * messages need no warm-up (connections and pages are set up by then).
+ */
+static int reps_for(size_t bytes, int *warmup)
+{
+	*warmup = bytes < (64u << 20);
+	if (bytes <= (1u << 20))
+		return 15;
+	if (bytes <= (16u << 20))
+		return 5;
+	return bytes <= (64u << 20) ? 3 : 2;
+}
+
+static int cmd_mpi(const struct opts *o)
+{
+	const char *codec = codec_of(o->algo);
+	struct isle_comm_config cfg;
+	isle_comm *c = NULL;
+	int rank, rc = 0;
+	float *in = NULL, *out = NULL;
+	char err[512];
+	size_t maxn = o->max_bytes / sizeof(float);
+
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (strcmp(o->algo, "mpi_flat") && !codec) {
+		if (rank == 0)
+			fprintf(stderr, "bench_comm: unknown algo %s\n",
+				o->algo);
+		return 2;
+	}
+	if (codec) {
+		rc = isle_comm_config_from_env(&cfg, err, sizeof(err));
+		if (!rc) {
+			cfg.async = 0; /* blocking calls only: no helper */
+			cfg.have_codec_override = 1;
+			rc = isle_codec_parse(codec, &cfg.codec_override, err,
+					      sizeof(err));
+		}
+		if (!rc)
+			rc = isle_comm_create(MPI_COMM_WORLD, &cfg, &c, err,
+					      sizeof(err));
+		if (rc) {
+			if (rank == 0)
+				fprintf(stderr, "bench_comm: %s\n", err);
+			return 1;
+		}
+		if (rank == 0 && isle_comm_describe(c, err, sizeof(err)) >= 0)
+			fprintf(stderr, "bench_comm: %s: %s\n", o->algo, err);
+	}
+	in = malloc(maxn * sizeof(float));
+	out = malloc(maxn * sizeof(float));
+	if (!in || !out) {
+		fprintf(stderr, "bench_comm: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	memset(out, 0, maxn * sizeof(float)); /* fault the pages in now */
+	/* Gradient-like data: mostly small, some large entries. */
+	srand(1234 + rank);
+	for (size_t i = 0; i < maxn; i++) {
+		float u = (float)rand() / (float)RAND_MAX - 0.5f;
+
+		in[i] = u * u * u * 8.0f;
+	}
+
+	for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;
+	     bytes *= (size_t)o->step) {
+		size_t n = bytes / sizeof(float);
+		int warmup, reps = reps_for(bytes, &warmup);
+		double t[32], mine;
+
+		for (int i = -warmup; i < reps; i++) { /* < 0: warm-up */
+			MPI_Barrier(MPI_COMM_WORLD);
+			mine = now_s();
+			if (c)
+				rc = isle_comm_allreduce(
+				    c, in, out, n, ISLE_DTYPE_F32,
+				    (uint64_t)(uintptr_t)out);
+			else
+				rc = MPI_Allreduce(in, out, (int)n, MPI_FLOAT,
+						   MPI_SUM, MPI_COMM_WORLD);
+			mine = now_s() - mine;
+			if (rc) {
+				fprintf(stderr,
+					"bench_comm: %s: %zu bytes: "
+					"%s\n",
+					o->algo, bytes,
+					c ? isle_comm_strerror(rc)
+					  : "MPI_Allreduce failed");
+				goto out;
+			}
+			/* A collective takes as long as its slowest rank. */
+			if (i >= 0)
+				MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE,
+					      MPI_MAX, MPI_COMM_WORLD);
+		}
+		if (rank == 0) {
+			printf("{\"algo\":\"%s\",\"bytes\":%zu,"
+			       "\"time_us_median\":%.1f,\"reps\":%d}\n",
+			       o->algo, bytes, median(t, reps) * 1e6, reps);
+			fflush(stdout);
+		}
+	}
+out:
+	free(in);
+	free(out);
+	isle_comm_destroy(c);
+	return rc ? 1 : 0;
+}
+
+/* -------------------------------------------------------------- codecs */
+
+/* Best of a few runs of fn over n floats: GB/s of fp32 data. */
+#define BEST_GBPS(bytes, stmt)                                                 \
+	({                                                                     \
+		double best_ = 0;                                              \
+		for (int r_ = 0; r_ < 5; r_++) {                               \
+			double t_ = now_s();                                   \
+			stmt;                                                  \
+			t_ = now_s() - t_;                                     \
+			if ((double)(bytes) / t_ / 1e9 > best_)                \
+				best_ = (double)(bytes) / t_ / 1e9;            \
+		}                                                              \
+		best_;                                                         \
+	})
+
+static int cmd_codecs(const struct opts *o)
+{
+	static const char *specs[] = {"none", "fp16", "bf16", "int8",
+				      "topk:0.01"};
+	const struct isle_codec_ops *ops = isle_codec_cpu_ops();
+	const size_t n = 16u << 20, bytes = n * sizeof(float); /* 64 MiB */
+	float *src = malloc(bytes), *dst = malloc(bytes), *res = NULL;
+	void *enc = malloc(bytes + 4096);
+	double memcpy_gbps;
+	int rc = 0;
+
+	(void)o;
+	if (!src || !dst || !enc) {
+		fprintf(stderr, "bench_comm: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	srand(42);
+	for (size_t i = 0; i < n; i++)
+		src[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+	memset(dst, 0, bytes);
+	memcpy(dst, src, bytes); /* warm-up */
+	memcpy_gbps = BEST_GBPS(bytes, memcpy(dst, src, bytes));
+
+	printf("{\"backend\": \"%s\", \"memcpy_gbps\": %.3f, \"codecs\": [",
+	       ops->name, memcpy_gbps);
+	for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		struct isle_codec c;
+		char err[128];
+		double e, d, a;
+
+		if (isle_codec_parse(specs[s], &c, err, sizeof(err))) {
+			fprintf(stderr, "bench_comm: %s\n", err);
+			rc = 1;
+			goto out;
+		}
+		free(res);
+		res = c.error_feedback ? calloc(n, sizeof(float)) : NULL;
+		if (c.error_feedback && !res) {
+			rc = 1;
+			goto out;
+		}
+		e = BEST_GBPS(bytes,
+			      rc |= ops->encode(&c, src, n, enc, res, NULL));
+		d = BEST_GBPS(bytes, rc |= ops->decode(&c, enc, n, dst, NULL));
+		a = BEST_GBPS(bytes,
+			      rc |= ops->decode_acc(&c, enc, n, dst, NULL));
+		if (rc) {
+			fprintf(stderr, "bench_comm: codec %s failed\n",
+				specs[s]);
+			goto out;
+		}
+		/* gbps: the slower direction, as an allreduce needs both. */
+		printf("%s\n  {\"codec\": \"%s\", \"gbps\": %.3f, "
+		       "\"encode_gbps\": %.3f, \"decode_gbps\": %.3f, "
+		       "\"decode_acc_gbps\": %.3f}",
+		       s ? "," : "", specs[s], e < d ? e : d, e, d, a);
+	}
+	printf("\n]}\n");
+out:
+	free(src);
+	free(dst);
+	free(enc);
+	free(res);
+	return rc ? 1 : 0;
+}
+
+/* -------------------------------------------------------------- report */
+
+struct result {
+	char algo[32];
+	size_t bytes;
+	double us;
+};
+
+static int read_results(const char *path, struct result *r, int max)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		die("cannot open %s", path);
+	while (n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line,
+			   "{\"algo\":\"%31[^\"]\",\"bytes\":%zu,"
+			   "\"time_us_median\":%lf",
+			   r[n].algo, &r[n].bytes, &r[n].us) == 3)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Whole file into a NUL-terminated string without its trailing newline. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *s = NULL;
+	long len;
+
+	if (!f)
+		die("cannot open %s", path);
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) || !(s = calloc(1, (size_t)len + 1)) ||
+	    fread(s, 1, (size_t)len, f) != (size_t)len)
+		die("cannot read %s", path);
+	fclose(f);
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		s[--len] = '\0';
+	return s;
+}
+
+static double json_num(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+/*
+ * Alpha-beta bound on the emulated link (bytes each node pushes through
+ * its uplink, one direction, at the tc rate; intra-node work free):
+ *   flat ring over P ranks: the ring crosses each uplink once per step, so
+ *     2 (P-1)/P * N bytes and 2 (P-1) latencies;
+ *   hierarchical over G nodes: reduce-scatter and allgather of the node
+ *     sums, (G-1)/G * N each way, encoded; 2 (G-1) latencies.
+ */
+static double bound_us(const struct opts *o, const char *algo, size_t bytes,
+		       double lat_us)
+{
+	double bps = o->rate_bps / 8, n = (double)bytes;
+	int p = o->nodes * o->ppn, g = o->nodes;
+	const char *spec = codec_of(algo);
+	struct isle_codec c;
+	size_t elems = bytes / sizeof(float), part;
+	double wire;
+
+	if (!spec)
+		return 2.0 * (p - 1) * lat_us +
+		       2.0 * (p - 1) / p * n / bps * 1e6;
+	if (isle_codec_parse(spec, &c, NULL, 0))
+		return NAN;
+	part = elems * (size_t)(g - 1) / (size_t)g;
+	wire = (double)isle_codec_encoded_size(&c, part);
+	if (c.kind == ISLE_CODEC_TOPK) {
+		/* The reduced chunk carries up to g * k pairs back. */
+		c.ratio = fmin(1.0, c.ratio * g);
+	}
+	wire += (double)isle_codec_encoded_size(&c, part);
+	return 2.0 * (g - 1) * lat_us + wire / bps * 1e6;
+}
+
+static int cmd_report(const struct opts *o)
+{
+	static struct result r[MAX_RESULTS];
+	char *codecs, *probe;
+	double lat_us, link_gbps;
+	int n;
+	FILE *f;
+
+	if (!o->results || !o->codecs || !o->probe || !o->out)
+		die("%s", "report needs --results --codecs --probe --out");
+	n = read_results(o->results, r, MAX_RESULTS);
+	codecs = slurp(o->codecs);
+	probe = slurp(o->probe);
+	lat_us = json_num(probe, "lat_us");
+	link_gbps = json_num(probe, "gbps");
+	if (!(lat_us >= 0))
+		lat_us = 0;
+
+	f = fopen(o->out, "w");
+	if (!f)
+		die("cannot write %s", o->out);
+	fprintf(f,
+		"{\n\"link\": {\"nodes\": %d, \"ranks_per_node\": %d, "
+		"\"node\": \"network+UTS namespace\", "
+		"\"intra_node\": \"shared memory (Open MPI vader)\", "
+		"\"inter_node\": \"TCP over veth + bridge\", "
+		"\"qdisc\": \"tbf\", \"rate\": \"%s\", "
+		"\"rate_gbps\": %.4f, \"mtu\": %d, "
+		"\"measured_lat_us\": %.2f, \"measured_gbps\": %.4f, "
+		"\"shaped_bytes\": %.0f},\n",
+		o->nodes, o->ppn, o->rate, o->rate_bps / 8 / 1e9, o->mtu,
+		lat_us, link_gbps, o->shaped_bytes);
+	/* codecs file: {"backend":..,"memcpy_gbps":X,"codecs":[...]} */
+	fprintf(f, "\"memcpy_gbps\": %.3f,\n", json_num(codecs, "memcpy_gbps"));
+	{
+		const char *a = strstr(codecs, "\"codecs\":");
+		const char *z = strrchr(codecs, ']');
+
+		if (a && z > a)
+			fprintf(f, "%.*s,\n", (int)(z + 1 - a), a);
+		else
+			fprintf(f, "\"codecs\": [],\n");
+	}
+	fprintf(f, "\"results\": [");
+	for (int i = 0; i < n; i++)
+		fprintf(f,
+			"%s\n  {\"algo\": \"%s\", \"bytes\": %zu, "
+			"\"time_us_median\": %.1f, \"bound_us\": %.1f}",
+			i ? "," : "", r[i].algo, r[i].bytes, r[i].us,
+			bound_us(o, r[i].algo, r[i].bytes, lat_us));
+	fprintf(f, "\n]\n}\n");
+	if (fclose(f))
+		die("cannot write %s", o->out);
+
+	/* Ratios against mpi_flat, and measured / bound. */
+	printf("%-10s %11s %12s %10s %10s %9s\n", "algo", "bytes", "median_us",
+	       "bound_us", "x_bound", "vs_flat");
+	for (int i = 0; i < n; i++) {
+		double flat = NAN,
+		       b = bound_us(o, r[i].algo, r[i].bytes, lat_us);
+
+		for (int j = 0; j < n; j++)
+			if (!strcmp(r[j].algo, "mpi_flat") &&
+			    r[j].bytes == r[i].bytes)
+				flat = r[j].us;
+		printf("%-10s %11zu %12.1f %10.1f %10.2f %8.2fx\n", r[i].algo,
+		       r[i].bytes, r[i].us, b, r[i].us / b, flat / r[i].us);
+	}
+	free(codecs);
+	free(probe);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	const char *cmd = argc > 1 ? argv[1] : "";
+	int rc;
+
+	parse_opts(argc, argv, &o);
+	if (!strcmp(cmd, "plan"))
+		return cmd_plan(&o);
+	if (!strcmp(cmd, "codecs"))
+		return cmd_codecs(&o);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(&o);
+	if (strcmp(cmd, "mpi") && strcmp(cmd, "probe")) {
+		fprintf(stderr,
+			"usage: bench_comm plan|probe|mpi|codecs|report "
+			"[options] (see the comment in bench_comm.c)\n");
+		return 2;
+	}
+	MPI_Init(&argc, &argv);
+	rc = !strcmp(cmd, "probe") ? cmd_probe(&o) : cmd_mpi(&o);
+	MPI_Finalize();
+	return rc;
+}

@@ -1,0 +1,159 @@
+/*
+ * codec.c - codec descriptors: spec strings, sizes, error bounds. The
+ * kernels are in codec_cpu.c (and codec_cuda.cu for the GPU path).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_priv.h"
+
+static const char *const kind_names[ISLE_CODEC_COUNT] = {
+    [ISLE_CODEC_NONE] = "none", [ISLE_CODEC_FP16] = "fp16",
+    [ISLE_CODEC_BF16] = "bf16", [ISLE_CODEC_INT8] = "int8",
+    [ISLE_CODEC_TOPK] = "topk",
+};
+
+const char *isle_codec_kind_name(isle_codec_kind k)
+{
+	return (unsigned)k < ISLE_CODEC_COUNT ? kind_names[k] : "?";
+}
+
+int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
+		     size_t errlen)
+{
+	char buf[64], *param, *flag, *end;
+	int kind = -1;
+
+	if (!spec || strlen(spec) >= sizeof(buf))
+		return isle__comm_errf(err, errlen, -EINVAL,
+				       "bad codec spec '%s'",
+				       spec ? spec : "(null)");
+	strcpy(buf, spec);
+	flag = strchr(buf, ',');
+	if (flag)
+		*flag++ = '\0';
+	param = strchr(buf, ':');
+	if (param)
+		*param++ = '\0';
+	for (int k = 0; k < ISLE_CODEC_COUNT; k++)
+		if (!strcmp(buf, kind_names[k]))
+			kind = k;
+	if (kind < 0)
+		return isle__comm_errf(err, errlen, -EINVAL,
+				       "unknown codec '%s' (none, fp16, bf16, "
+				       "int8[:BLOCK], topk:RATIO)",
+				       spec);
+
+	memset(c, 0, sizeof(*c));
+	c->kind = (isle_codec_kind)kind;
+	c->block = ISLE_CODEC_INT8_DEFAULT_BLOCK;
+	c->error_feedback = kind == ISLE_CODEC_TOPK;
+
+	if (kind == ISLE_CODEC_INT8 && param) {
+		unsigned long b = strtoul(param, &end, 10);
+
+		if (!*param || *end || b < 8 || b > 65536 || b % 8)
+			return isle__comm_errf(err, errlen, -EINVAL,
+					       "codec '%s': block must be a "
+					       "multiple of 8 in 8..65536",
+					       spec);
+		c->block = (uint32_t)b;
+	} else if (kind == ISLE_CODEC_TOPK) {
+		double r = param ? strtod(param, &end) : 0;
+
+		if (!param || !*param || *end || !(r > 0 && r <= 1))
+			return isle__comm_errf(err, errlen, -EINVAL,
+					       "codec '%s': topk needs a ratio "
+					       "in (0, 1], e.g. topk:0.01",
+					       spec);
+		c->ratio = r;
+	} else if (param) {
+		return isle__comm_errf(err, errlen, -EINVAL,
+				       "codec '%s': %s takes no parameter",
+				       spec, kind_names[kind]);
+	}
+
+	if (flag) {
+		if (!strcmp(flag, "ef"))
+			c->error_feedback = 1;
+		else if (!strcmp(flag, "noef"))
+			c->error_feedback = 0;
+		else
+			return isle__comm_errf(err, errlen, -EINVAL,
+					       "codec '%s': flag must be ef or "
+					       "noef",
+					       spec);
+	}
+	return 0;
+}
+
+int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
+{
+	int def_ef = c->kind == ISLE_CODEC_TOPK;
+	const char *ef = c->error_feedback == def_ef ? ""
+			 : c->error_feedback	     ? ",ef"
+						     : ",noef";
+
+	switch (c->kind) {
+	case ISLE_CODEC_INT8:
+		return snprintf(buf, len, "int8:%u%s", c->block, ef);
+	case ISLE_CODEC_TOPK:
+		return snprintf(buf, len, "topk:%g%s", c->ratio, ef);
+	default:
+		return snprintf(buf, len, "%s%s", isle_codec_kind_name(c->kind),
+				ef);
+	}
+}
+
+size_t isle__topk_k(const struct isle_codec *c, size_t n)
+{
+	size_t k = (size_t)ceil(c->ratio * (double)n);
+
+	if (k < 1)
+		k = 1;
+	return k < n ? k : n;
+}
+
+size_t isle_codec_encoded_size(const struct isle_codec *c, size_t n)
+{
+	switch (c->kind) {
+	case ISLE_CODEC_FP16:
+	case ISLE_CODEC_BF16:
+		return (2 * n + 3) & ~(size_t)3;
+	case ISLE_CODEC_INT8:
+		return 4 * ((n + c->block - 1) / c->block) +
+		       ((n + 3) & ~(size_t)3);
+	case ISLE_CODEC_TOPK:
+		return 8 + 8 * (n ? isle__topk_k(c, n) : 0);
+	case ISLE_CODEC_NONE:
+	default:
+		return 4 * n;
+	}
+}
+
+int isle_codec_summable(const struct isle_codec *c)
+{
+	return c->kind == ISLE_CODEC_NONE || c->kind == ISLE_CODEC_FP16 ||
+	       c->kind == ISLE_CODEC_BF16;
+}
+
+double isle_codec_error_bound(const struct isle_codec *c)
+{
+	switch (c->kind) {
+	case ISLE_CODEC_NONE:
+		return 0;
+	case ISLE_CODEC_FP16:
+		return 0x1p-11; /* half the spacing of an 11-bit significand */
+	case ISLE_CODEC_BF16:
+		return 0x1p-8; /* 8-bit significand */
+	case ISLE_CODEC_INT8:
+		/* Half a step of 127 steps, plus fp32 rounding of x * 127/max.
+		 */
+		return 0.5 / 127.0 * (1.0 + 1e-5);
+	default:
+		return -1;
+	}
+}

@@ -1,0 +1,122 @@
+/*
+ * comm_priv.h - internals shared by the comm_shim source files (isle__comm_*).
+ */
+#ifndef ISLE_COMM_PRIV_H
+#define ISLE_COMM_PRIV_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isle_comm.h"
+
+#define ISLE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Writes one line into err (may be NULL); always returns rc. */
+int isle__comm_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Environment helpers: return 0 and leave *out alone when unset. */
+int isle__env_double(const char *name, double *out, char *err, size_t errlen);
+int isle__env_size(const char *name, size_t *out, char *err, size_t errlen);
+
+/* Even split of n elements into s shards: shard q is [off, off + len). */
+static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
+{
+	size_t base = n / (size_t)s, rem = n % (size_t)s, uq = (size_t)q;
+
+	*off = uq * base + (uq < rem ? uq : rem);
+	*len = base + (uq < rem ? 1 : 0);
+}
+
+/* Codec internals (codec_cpu.c). */
+size_t isle__topk_k(const struct isle_codec *c, size_t n);
+void isle__cpu_add_f32(float *dst, const float *src, size_t n);
+void isle__cpu_add_f64(double *dst, const double *src, size_t n);
+
+/* ------------------------------------------------- MPI internals */
+#ifdef MPI_VERSION
+
+#define ISLE__TAG 0x1517
+
+/* One level of this rank's hierarchy (or the flat "all ranks" level). */
+struct isle__level {
+	MPI_Comm comm; /* MPI_COMM_NULL where this rank holds no shard above */
+	int size, rank;
+	int nshards;  /* shards at this level: smallest group size, job-wide */
+	int max_size; /* largest group size, job-wide (cost model) */
+	double bw_gbps, lat_us;
+	struct isle_codec codec;
+	const char *name; /* borrowed from the plan */
+};
+
+struct isle__resid {
+	uint64_t key;
+	int stage;
+	size_t n;
+	float *r;
+	struct isle__resid *next;
+};
+
+/*
+ * A set of communicators for one thread of control: the blocking calls use
+ * one channel, the helper thread another, so their messages never mix.
+ */
+struct isle__chan {
+	struct isle_comm *owner;
+	MPI_Comm all; /* dup of the user's communicator */
+	int size, rank;
+	int nlev;
+	struct isle__level lev[ISLE_COMM_MAX_LEVELS];
+	struct isle__level flat; /* all ranks, codec none */
+	void *scratch[4];
+	size_t scratch_len[4];
+	struct isle__resid *resid;
+	int failed; /* sticky after a timeout: the peers are out of step */
+};
+
+struct isle__async;
+
+struct isle_comm {
+	struct isle_comm_config cfg;
+	struct isle_plan *plan;
+	const struct isle_codec_ops *ops;
+	int *plan_rank; /* communicator rank -> plan rank */
+	struct isle__chan sync, async;
+	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
+	char desc[512];
+};
+
+/* xport.c */
+int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
+		  MPI_Request *reqs, const int *peers);
+int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
+		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src);
+double isle__now(void);
+
+/* comm.c */
+void *isle__scratch(struct isle__chan *ch, int slot, size_t bytes);
+float *isle__residual(struct isle__chan *ch, uint64_t key, int stage, size_t n);
+isle_algo isle__choose(const struct isle_comm *c, size_t count,
+		       isle_dtype dtype);
+
+/* coll.c: in-place sum of buf on channel ch. */
+int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
+		    isle_dtype dtype, isle_algo algo, uint64_t key);
+
+/* async.c */
+int isle__async_start(struct isle_comm *c);
+void isle__async_stop(struct isle_comm *c);
+/*
+ * Queue an allreduce for the helper thread. With done_cb, the helper calls
+ * done_cb(arg, rc) when it finishes and frees the request itself; without,
+ * *req is returned for isle_comm_wait(). -ENOTSUP without a helper.
+ */
+int isle__async_post(struct isle_comm *c, const void *sendbuf, void *recvbuf,
+		     size_t count, isle_dtype dtype, uint64_t key,
+		     void (*done_cb)(void *arg, int rc), void *arg,
+		     isle_comm_req **req);
+
+#endif /* MPI_VERSION */
+
+#endif /* ISLE_COMM_PRIV_H */

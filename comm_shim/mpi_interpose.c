@@ -1,0 +1,300 @@
+/*
+ * mpi_interpose.c - libisle_mpi.so, a PMPI interposer (LD_PRELOAD).
+ *
+ * Takes over MPI_Allreduce and MPI_Iallreduce for MPI_FLOAT / MPI_DOUBLE
+ * with MPI_SUM on intra-communicators; every other call, and these calls
+ * with any other op, type (derived, non-contiguous) or an inter-
+ * communicator, goes to the MPI library's own PMPI_ entry point untouched.
+ *
+ * One isle_comm per communicator, cached as an MPI attribute (freed with
+ * the communicator, or in MPI_Finalize). MPI_COMM_WORLD's is built in
+ * MPI_Init so that a bad plan fails at init; others on their first
+ * allreduce (a collective call, so all ranks build it together).
+ * MPI_Init asks for MPI_THREAD_MULTIPLE so that the helper thread can
+ * progress MPI_Iallreduce; if the library refuses, MPI_Iallreduce passes
+ * through. Errors: one line on stderr, then the communicator's error
+ * handler (MPI_ERRORS_ARE_FATAL by default aborts the job).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "comm_priv.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+struct ctx_ent {
+	MPI_Comm comm;
+	isle_comm *c;
+	struct ctx_ent *next;
+};
+
+static int keyval = MPI_KEYVAL_INVALID;
+static int disabled;
+static pthread_mutex_t ents_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ctx_ent *ents;
+
+static int env_flag(const char *name)
+{
+	const char *s = getenv(name);
+
+	return s && *s && strcmp(s, "0") != 0;
+}
+
+static int delete_ctx(MPI_Comm comm, int kv, void *val, void *extra)
+{
+	struct ctx_ent **pp, *e = val;
+
+	pthread_mutex_lock(&ents_mu);
+	for (pp = &ents; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	pthread_mutex_unlock(&ents_mu);
+	isle_comm_destroy(e->c);
+	free(e);
+	return MPI_SUCCESS;
+}
+
+static int fail(MPI_Comm comm, const char *what, int rc)
+{
+	int me = -1;
+
+	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+	fprintf(stderr, "isle_comm: rank %d: %s: %s\n", me, what,
+		isle_comm_strerror(rc));
+	PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+	return MPI_ERR_OTHER;
+}
+
+/* The communicator's context; builds it on first use (collective). */
+static int get_ctx(MPI_Comm comm, isle_comm **out)
+{
+	struct ctx_ent *e;
+	char err[1024] = "";
+	int flag = 0, rank = 0, rc;
+
+	*out = NULL;
+	if (PMPI_Comm_get_attr(comm, keyval, &e, &flag) == MPI_SUCCESS &&
+	    flag) {
+		*out = e->c;
+		return 0;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	rc = isle_comm_create(comm, NULL, &e->c, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "isle_comm: %s\n", err);
+		free(e);
+		return rc;
+	}
+	e->comm = comm;
+	if (PMPI_Comm_set_attr(comm, keyval, e) != MPI_SUCCESS) {
+		isle_comm_destroy(e->c);
+		free(e);
+		return -EIO;
+	}
+	pthread_mutex_lock(&ents_mu);
+	e->next = ents;
+	ents = e;
+	pthread_mutex_unlock(&ents_mu);
+	if (e->c->cfg.verbose) {
+		PMPI_Comm_rank(comm, &rank);
+		if (rank == 0)
+			fprintf(stderr, "isle_comm: %s%s\n", e->c->desc,
+				e->c->helper ? ", async helper" : "");
+	}
+	*out = e->c;
+	return 0;
+}
+
+/* After PMPI init: keyval, then MPI_COMM_WORLD's context. */
+static int after_init(int rc)
+{
+	isle_comm *c;
+	int err;
+
+	if (rc != MPI_SUCCESS || disabled)
+		return rc;
+	if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_ctx, &keyval,
+				    NULL) != MPI_SUCCESS) {
+		disabled = 1;
+		return rc;
+	}
+	err = get_ctx(MPI_COMM_WORLD, &c);
+	if (err) {
+		/* A bad plan or setting stops the job here, on every rank. */
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	return rc;
+}
+
+EXPORT int MPI_Init(int *argc, char ***argv)
+{
+	int provided;
+
+	disabled = env_flag("ISLE_COMM_DISABLE");
+	if (disabled)
+		return PMPI_Init(argc, argv);
+	if (getenv("ISLE_COMM_ASYNC") && !env_flag("ISLE_COMM_ASYNC"))
+		return after_init(PMPI_Init(argc, argv));
+	return after_init(
+	    PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+}
+
+EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	disabled = env_flag("ISLE_COMM_DISABLE");
+	if (!disabled &&
+	    !(getenv("ISLE_COMM_ASYNC") && !env_flag("ISLE_COMM_ASYNC")))
+		required = MPI_THREAD_MULTIPLE;
+	return after_init(PMPI_Init_thread(argc, argv, required, provided));
+}
+
+EXPORT int MPI_Finalize(void)
+{
+	if (!disabled && keyval != MPI_KEYVAL_INVALID) {
+		for (;;) {
+			MPI_Comm comm;
+
+			pthread_mutex_lock(&ents_mu);
+			comm = ents ? ents->comm : MPI_COMM_NULL;
+			pthread_mutex_unlock(&ents_mu);
+			if (comm == MPI_COMM_NULL)
+				break;
+			PMPI_Comm_delete_attr(comm, keyval); /* -> delete_ctx */
+		}
+		PMPI_Comm_free_keyval(&keyval);
+	}
+	return PMPI_Finalize();
+}
+
+/* The calls the shim takes; anything else passes through. */
+static int applies(MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int count,
+		   isle_dtype *out)
+{
+	int inter = 0;
+
+	if (disabled || keyval == MPI_KEYVAL_INVALID || op != MPI_SUM ||
+	    count <= 0)
+		return 0;
+	if (dt == MPI_FLOAT)
+		*out = ISLE_DTYPE_F32;
+	else if (dt == MPI_DOUBLE)
+		*out = ISLE_DTYPE_F64;
+	else
+		return 0;
+	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+		return 0;
+	return 1;
+}
+
+EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+			 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	isle_dtype dt;
+	isle_comm *c;
+	int rc;
+
+	if (!applies(datatype, op, comm, count, &dt))
+		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
+				      comm);
+	if ((rc = get_ctx(comm, &c)))
+		return fail(comm, "MPI_Allreduce: setup", rc);
+	rc = isle_comm_allreduce(c, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+				 recvbuf, (size_t)count, dt,
+				 (uint64_t)(uintptr_t)recvbuf);
+	if (rc == -ENOTSUP)
+		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
+				      comm);
+	return rc ? fail(comm, "MPI_Allreduce", rc) : MPI_SUCCESS;
+}
+
+/* ------------------------------------------- MPI_Iallreduce via grequest */
+
+struct greq {
+	MPI_Request req;
+	int rc;
+};
+
+static int greq_query(void *state, MPI_Status *st)
+{
+	struct greq *g = state;
+
+	PMPI_Status_set_elements(st, MPI_BYTE, 0);
+	PMPI_Status_set_cancelled(st, 0);
+	st->MPI_SOURCE = MPI_UNDEFINED;
+	st->MPI_TAG = MPI_UNDEFINED;
+	st->MPI_ERROR = g->rc ? MPI_ERR_OTHER : MPI_SUCCESS;
+	return st->MPI_ERROR;
+}
+
+static int greq_free(void *state)
+{
+	free(state);
+	return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *state, int complete)
+{
+	return MPI_SUCCESS; /* a started collective cannot be cancelled */
+}
+
+static void greq_done(void *arg, int rc)
+{
+	struct greq *g = arg;
+
+	if (rc) {
+		int me = -1;
+
+		PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+		fprintf(stderr, "isle_comm: rank %d: MPI_Iallreduce: %s\n", me,
+			isle_comm_strerror(rc));
+	}
+	g->rc = rc;
+	PMPI_Grequest_complete(g->req);
+}
+
+EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+			  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+			  MPI_Request *request)
+{
+	struct greq *g;
+	isle_dtype dt;
+	isle_comm *c;
+	int rc;
+
+	if (!applies(datatype, op, comm, count, &dt))
+		goto passthrough;
+	if ((rc = get_ctx(comm, &c)))
+		return fail(comm, "MPI_Iallreduce: setup", rc);
+	if (!c->helper)
+		goto passthrough;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return fail(comm, "MPI_Iallreduce", -ENOMEM);
+	if (PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g,
+				request) != MPI_SUCCESS) {
+		free(g);
+		goto passthrough;
+	}
+	g->req = *request;
+	rc = isle__async_post(c, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+			      recvbuf, (size_t)count, dt,
+			      (uint64_t)(uintptr_t)recvbuf, greq_done, g, NULL);
+	if (rc) {
+		g->rc = rc;
+		PMPI_Grequest_complete(g->req);
+		return fail(comm, "MPI_Iallreduce", rc);
+	}
+	return MPI_SUCCESS;
+passthrough:
+	return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+			       request);
+}

@@ -1,0 +1,552 @@
+/*
+ * plan.c - the per-job plan file (docs/plan.md): load, validate, derive from
+ * host names, write back in canonical form.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "comm_priv.h"
+
+static const char *const scope_names[ISLE_SCOPE_COUNT] = {
+    [ISLE_SCOPE_ISLAND] = "island",
+    [ISLE_SCOPE_NODE] = "node",
+    [ISLE_SCOPE_LEAF] = "leaf",
+    [ISLE_SCOPE_JOB] = "job",
+};
+
+const char *isle_scope_name(isle_scope s)
+{
+	return (unsigned)s < ISLE_SCOPE_COUNT ? scope_names[s] : "?";
+}
+
+int isle__comm_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+void isle_plan_destroy(struct isle_plan *plan)
+{
+	if (!plan)
+		return;
+	for (int i = 0; plan->ranks && i < plan->nranks; i++) {
+		struct isle_plan_rank *r = &plan->ranks[i];
+
+		free(r->node);
+		free(r->island);
+		free(r->leaf);
+		free(r->nic);
+	}
+	for (int j = 0; j < plan->nlevels; j++)
+		free(plan->levels[j].name);
+	free(plan->ranks);
+	free(plan->job_id);
+	free(plan->source);
+	free(plan);
+}
+
+/* Dense ids: the index of the first rank that has the same name. */
+static void plan_intern(struct isle_plan *p)
+{
+	for (int i = 0; i < p->nranks; i++) {
+		struct isle_plan_rank *r = &p->ranks[i];
+		int nid = -1, iid = -1, lid = -1, nn = 0, ni = 0, nl = 0;
+
+		for (int k = 0; k < i; k++) {
+			const struct isle_plan_rank *o = &p->ranks[k];
+
+			if (nid < 0 && !strcmp(o->node, r->node))
+				nid = o->node_id;
+			if (iid < 0 && !strcmp(o->island, r->island))
+				iid = o->island_id;
+			if (lid < 0 && !strcmp(o->leaf, r->leaf))
+				lid = o->leaf_id;
+			nn = o->node_id >= nn ? o->node_id + 1 : nn;
+			ni = o->island_id >= ni ? o->island_id + 1 : ni;
+			nl = o->leaf_id >= nl ? o->leaf_id + 1 : nl;
+		}
+		r->node_id = nid >= 0 ? nid : nn;
+		r->island_id = iid >= 0 ? iid : ni;
+		r->leaf_id = lid >= 0 ? lid : nl;
+	}
+}
+
+/* ------------------------------------------------------------- parsing */
+
+struct jctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+};
+
+#define JERR(cx, rc, fmt, ...)                                                 \
+	isle__comm_errf((cx)->err, (cx)->errlen, (rc), "%s: " fmt, (cx)->file, \
+			##__VA_ARGS__)
+
+/* Looks up key; *v is NULL when absent. Wrong type is an error. */
+static int jget(struct jctx *cx, json_object *obj, const char *path,
+		const char *key, json_type want, int required, json_object **v)
+{
+	json_type t;
+
+	*v = NULL;
+	if (!json_object_object_get_ex(obj, key, v) || !*v) {
+		*v = NULL;
+		if (!required)
+			return 0;
+		return JERR(cx, -EINVAL, "%s.%s: missing", path, key);
+	}
+	t = json_object_get_type(*v);
+	if (t == want || (want == json_type_double && t == json_type_int))
+		return 0;
+	return JERR(cx, -EINVAL, "%s.%s: expected %s, got %s", path, key,
+		    want == json_type_double   ? "a number"
+		    : want == json_type_int    ? "an integer"
+		    : want == json_type_string ? "a string"
+		    : want == json_type_array  ? "an array"
+					       : "an object",
+		    json_type_to_name(t));
+}
+
+static int jstrdup(struct jctx *cx, json_object *v, const char *path,
+		   const char *key, int nonempty, char **out)
+{
+	const char *s = json_object_get_string(v);
+
+	if (nonempty && !*s)
+		return JERR(cx, -EINVAL, "%s.%s: empty string", path, key);
+	*out = strdup(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int parse_rank(struct jctx *cx, json_object *o, int idx,
+		      struct isle_plan *p)
+{
+	char path[64];
+	json_object *v;
+	struct isle_plan_rank *r;
+	int64_t rank;
+	int rc;
+
+	snprintf(path, sizeof(path), "$.ranks[%d]", idx);
+	if (!json_object_is_type(o, json_type_object))
+		return JERR(cx, -EINVAL, "%s: expected an object", path);
+	if ((rc = jget(cx, o, path, "rank", json_type_int, 1, &v)))
+		return rc;
+	rank = json_object_get_int64(v);
+	if (rank < 0 || rank >= p->nranks)
+		return JERR(cx, -EINVAL, "%s.rank: %lld out of range 0..%d",
+			    path, (long long)rank, p->nranks - 1);
+	r = &p->ranks[rank];
+	if (r->node)
+		return JERR(cx, -EINVAL, "%s.rank: rank %lld listed twice",
+			    path, (long long)rank);
+
+	if ((rc = jget(cx, o, path, "node", json_type_string, 1, &v)) ||
+	    (rc = jstrdup(cx, v, path, "node", 1, &r->node)))
+		return rc;
+	r->gpu = -1;
+	if ((rc = jget(cx, o, path, "gpu", json_type_int, 0, &v)))
+		return rc;
+	if (v) {
+		int64_t g = json_object_get_int64(v);
+
+		if (g < -1 || g > 4096)
+			return JERR(cx, -EINVAL, "%s.gpu: %lld out of range",
+				    path, (long long)g);
+		r->gpu = (int)g;
+	}
+	if ((rc = jget(cx, o, path, "island", json_type_string, 0, &v)))
+		return rc;
+	if ((rc = v ? jstrdup(cx, v, path, "island", 1, &r->island)
+		    : ((r->island = strdup(r->node)) ? 0 : -ENOMEM)))
+		return rc;
+	if ((rc = jget(cx, o, path, "leaf", json_type_string, 0, &v)))
+		return rc;
+	if ((rc = v ? jstrdup(cx, v, path, "leaf", 0, &r->leaf)
+		    : ((r->leaf = strdup("")) ? 0 : -ENOMEM)))
+		return rc;
+	if ((rc = jget(cx, o, path, "nic", json_type_string, 0, &v)))
+		return rc;
+	if (v && (rc = jstrdup(cx, v, path, "nic", 0, &r->nic)))
+		return rc;
+	return 0;
+}
+
+static int parse_scope(const char *s, isle_scope *out)
+{
+	for (int i = 0; i < ISLE_SCOPE_COUNT; i++)
+		if (!strcmp(s, scope_names[i])) {
+			*out = (isle_scope)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_level(struct jctx *cx, json_object *o, int j, int nlevels,
+		       struct isle_plan_level *l)
+{
+	char path[64], cerr[160];
+	json_object *v;
+	int rc;
+
+	snprintf(path, sizeof(path), "$.levels[%d]", j);
+	if (!json_object_is_type(o, json_type_object))
+		return JERR(cx, -EINVAL, "%s: expected an object", path);
+	if ((rc = jget(cx, o, path, "name", json_type_string, 1, &v)) ||
+	    (rc = jstrdup(cx, v, path, "name", 1, &l->name)))
+		return rc;
+
+	l->scope = j == nlevels - 1 ? ISLE_SCOPE_JOB
+		   : j == 0	    ? ISLE_SCOPE_ISLAND
+				    : ISLE_SCOPE_LEAF;
+	if ((rc = jget(cx, o, path, "scope", json_type_string, 0, &v)))
+		return rc;
+	if (v && parse_scope(json_object_get_string(v), &l->scope))
+		return JERR(cx, -EINVAL,
+			    "%s.scope: '%s' is not one of island, node, leaf, "
+			    "job",
+			    path, json_object_get_string(v));
+	if (j == nlevels - 1 && l->scope != ISLE_SCOPE_JOB)
+		return JERR(cx, -EINVAL,
+			    "%s.scope: the last level must have scope job",
+			    path);
+	if (j < nlevels - 1 && l->scope == ISLE_SCOPE_JOB)
+		return JERR(cx, -EINVAL,
+			    "%s.scope: only the last level may have scope job",
+			    path);
+
+	if ((rc = jget(cx, o, path, "bw_gbps", json_type_double, 1, &v)))
+		return rc;
+	l->bw_gbps = json_object_get_double(v);
+	if (!(l->bw_gbps > 0) || l->bw_gbps > 1e6)
+		return JERR(cx, -EINVAL, "%s.bw_gbps: %g must be in (0, 1e6]",
+			    path, l->bw_gbps);
+	if ((rc = jget(cx, o, path, "lat_us", json_type_double, 1, &v)))
+		return rc;
+	l->lat_us = json_object_get_double(v);
+	if (!(l->lat_us >= 0) || l->lat_us > 1e7)
+		return JERR(cx, -EINVAL, "%s.lat_us: %g must be in [0, 1e7]",
+			    path, l->lat_us);
+
+	if ((rc = jget(cx, o, path, "codec", json_type_string, 0, &v)))
+		return rc;
+	if (!v)
+		return isle_codec_parse("none", &l->codec, NULL, 0);
+	if (isle_codec_parse(json_object_get_string(v), &l->codec, cerr,
+			     sizeof(cerr)))
+		return JERR(cx, -EINVAL, "%s.codec: %s", path, cerr);
+	return 0;
+}
+
+static int parse_root(struct jctx *cx, json_object *root, struct isle_plan *p)
+{
+	json_object *v, *ranks, *levels;
+	int rc;
+	size_t n;
+
+	if (!json_object_is_type(root, json_type_object))
+		return JERR(cx, -EINVAL, "%s: expected an object", "$");
+	if ((rc = jget(cx, root, "$", "isle_plan", json_type_int, 1, &v)))
+		return rc;
+	if (json_object_get_int64(v) != ISLE_PLAN_VERSION)
+		return JERR(cx, -EINVAL,
+			    "%s: version %lld not supported (this reader knows "
+			    "%d)",
+			    "$.isle_plan", (long long)json_object_get_int64(v),
+			    ISLE_PLAN_VERSION);
+	p->version = ISLE_PLAN_VERSION;
+	if ((rc = jget(cx, root, "$", "job_id", json_type_string, 0, &v)))
+		return rc;
+	if (v && (rc = jstrdup(cx, v, "$", "job_id", 0, &p->job_id)))
+		return rc;
+
+	if ((rc = jget(cx, root, "$", "ranks", json_type_array, 1, &ranks)))
+		return rc;
+	n = json_object_array_length(ranks);
+	if (n == 0 || n > (1u << 20))
+		return JERR(cx, -EINVAL, "%s: %zu ranks (need 1..%u)",
+			    "$.ranks", n, 1u << 20);
+	p->nranks = (int)n;
+	p->ranks = calloc(n, sizeof(*p->ranks));
+	if (!p->ranks)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = parse_rank(cx, json_object_array_get_idx(ranks, i),
+				     (int)i, p)))
+			return rc;
+	/* n entries, each rank in range and unique: all present. */
+
+	if ((rc = jget(cx, root, "$", "levels", json_type_array, 1, &levels)))
+		return rc;
+	n = json_object_array_length(levels);
+	if (n < 1 || n > ISLE_COMM_MAX_LEVELS)
+		return JERR(cx, -EINVAL, "%s: %zu levels (need 1..%d)",
+			    "$.levels", n, ISLE_COMM_MAX_LEVELS);
+	for (size_t j = 0; j < n; j++) {
+		p->nlevels = (int)j + 1; /* so destroy frees what was set */
+		if ((rc = parse_level(cx, json_object_array_get_idx(levels, j),
+				      (int)j, (int)n, &p->levels[j])))
+			return rc;
+	}
+	plan_intern(p);
+	return 0;
+}
+
+int isle_plan_parse(const char *json, size_t len, const char *name,
+		    struct isle_plan **out, char *err, size_t errlen)
+{
+	struct jctx cx = {name ? name : "plan", err, errlen};
+	struct json_tokener *tok = NULL;
+	json_object *root = NULL;
+	struct isle_plan *p = NULL;
+	int rc;
+
+	*out = NULL;
+	if (len > INT32_MAX)
+		return isle__comm_errf(err, errlen, -EINVAL, "%s: too large",
+				       cx.file);
+	tok = json_tokener_new();
+	p = calloc(1, sizeof(*p));
+	if (!tok || !p) {
+		rc = isle__comm_errf(err, errlen, -ENOMEM, "%s: out of memory",
+				     cx.file);
+		goto out;
+	}
+	root = json_tokener_parse_ex(tok, json, (int)len);
+	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
+	    tok->char_offset < (int)len) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+		int line = 1;
+
+		for (size_t i = 0; i < len && i < (size_t)tok->char_offset; i++)
+			line += json[i] == '\n';
+		if (root && e == json_tokener_success)
+			rc = isle__comm_errf(err, errlen, -EINVAL,
+					     "%s:%d: trailing data after the "
+					     "JSON object",
+					     cx.file, line);
+		else
+			rc = isle__comm_errf(err, errlen, -EINVAL,
+					     "%s:%d: invalid JSON: %s", cx.file,
+					     line,
+					     e == json_tokener_continue
+						 ? "unexpected end of file"
+						 : json_tokener_error_desc(e));
+		goto out;
+	}
+	if (!(p->source = strdup(cx.file))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = parse_root(&cx, root, p);
+	if (rc == -ENOMEM)
+		isle__comm_errf(err, errlen, rc, "%s: out of memory", cx.file);
+	if (rc)
+		goto out;
+	*out = p;
+	p = NULL;
+out:
+	isle_plan_destroy(p);
+	if (root)
+		json_object_put(root);
+	if (tok)
+		json_tokener_free(tok);
+	return rc;
+}
+
+int isle_plan_load(const char *path, struct isle_plan **out, char *err,
+		   size_t errlen)
+{
+	FILE *f = NULL;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, got;
+	int rc;
+
+	*out = NULL;
+	f = fopen(path, "r");
+	if (!f) {
+		rc = -errno;
+		return isle__comm_errf(err, errlen, rc, "%s: %s", path,
+				       strerror(-rc));
+	}
+	do {
+		if (len + 4096 > cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 65536;
+			if (cap > (64u << 20)) {
+				rc = isle__comm_errf(err, errlen, -EINVAL,
+						     "%s: larger than 64 MiB",
+						     path);
+				goto out;
+			}
+			if (!(nb = realloc(buf, cap))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		got = fread(buf + len, 1, cap - len, f);
+		len += got;
+	} while (got > 0);
+	if (ferror(f)) {
+		rc = isle__comm_errf(err, errlen, -EIO, "%s: read error", path);
+		goto out;
+	}
+	rc = isle_plan_parse(buf, len, path, out, err, errlen);
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* ---------------------------------------------------- from host names */
+
+static int env_level(struct isle_plan_level *l, const char *name,
+		     isle_scope scope, const char *bw_env, double bw,
+		     const char *lat_env, double lat, char *err, size_t errlen)
+{
+	int rc;
+
+	l->name = strdup(name);
+	if (!l->name)
+		return -ENOMEM;
+	l->scope = scope;
+	l->bw_gbps = bw;
+	l->lat_us = lat;
+	if ((rc = isle__env_double(bw_env, &l->bw_gbps, err, errlen)) ||
+	    (rc = isle__env_double(lat_env, &l->lat_us, err, errlen)))
+		return rc;
+	if (!(l->bw_gbps > 0))
+		return isle__comm_errf(err, errlen, -EINVAL, "%s: must be > 0",
+				       bw_env);
+	return isle_codec_parse("none", &l->codec, NULL, 0);
+}
+
+int isle_plan_from_hosts(const char *const *hosts, int nranks,
+			 struct isle_plan **out, char *err, size_t errlen)
+{
+	struct isle_plan *p;
+	int rc = -ENOMEM, multi_rank_node = 0, multi_node = 0;
+
+	*out = NULL;
+	if (nranks < 1)
+		return isle__comm_errf(err, errlen, -EINVAL,
+				       "isle_plan_from_hosts: no ranks");
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		goto out;
+	p->version = ISLE_PLAN_VERSION;
+	p->nranks = nranks;
+	if (!(p->source = strdup("hostnames")) ||
+	    !(p->ranks = calloc((size_t)nranks, sizeof(*p->ranks))))
+		goto out;
+	for (int i = 0; i < nranks; i++) {
+		struct isle_plan_rank *r = &p->ranks[i];
+
+		r->gpu = -1;
+		if (!(r->node = strdup(hosts[i])) ||
+		    !(r->island = strdup(hosts[i])) || !(r->leaf = strdup("")))
+			goto out;
+	}
+	plan_intern(p);
+	for (int i = 0; i < nranks; i++) {
+		multi_node |= p->ranks[i].node_id != 0;
+		for (int k = 0; k < i; k++)
+			multi_rank_node |=
+			    p->ranks[k].node_id == p->ranks[i].node_id;
+	}
+	if (multi_rank_node || !multi_node) {
+		rc = env_level(&p->levels[p->nlevels++], "node",
+			       multi_node ? ISLE_SCOPE_ISLAND : ISLE_SCOPE_JOB,
+			       "ISLE_COMM_LOCAL_GBPS", 20.0,
+			       "ISLE_COMM_LOCAL_LAT_US", 1.0, err, errlen);
+		if (rc)
+			goto out;
+	}
+	if (multi_node) {
+		rc = env_level(&p->levels[p->nlevels++], "network",
+			       ISLE_SCOPE_JOB, "ISLE_COMM_NET_GBPS", 12.5,
+			       "ISLE_COMM_NET_LAT_US", 20.0, err, errlen);
+		if (rc)
+			goto out;
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	if (rc == -ENOMEM)
+		isle__comm_errf(err, errlen, rc,
+				"isle_plan_from_hosts: out "
+				"of memory");
+	isle_plan_destroy(p);
+	return rc;
+}
+
+/* ---------------------------------------------------------- writing */
+
+static void put_str(FILE *f, const char *s)
+{
+	json_object *o = json_object_new_string(s);
+
+	fputs(
+	    o ? json_object_to_json_string_ext(
+		    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+	      : "\"\"",
+	    f);
+	json_object_put(o);
+}
+
+int isle_plan_write(const struct isle_plan *p, FILE *f)
+{
+	char codec[64];
+
+	fprintf(f, "{\n  \"isle_plan\": %d,\n", p->version);
+	if (p->job_id) {
+		fputs("  \"job_id\": ", f);
+		put_str(f, p->job_id);
+		fputs(",\n", f);
+	}
+	fputs("  \"ranks\": [\n", f);
+	for (int i = 0; i < p->nranks; i++) {
+		const struct isle_plan_rank *r = &p->ranks[i];
+
+		fprintf(f, "    {\"rank\": %d, \"node\": ", i);
+		put_str(f, r->node);
+		fprintf(f, ", \"gpu\": %d, \"island\": ", r->gpu);
+		put_str(f, r->island);
+		fputs(", \"leaf\": ", f);
+		put_str(f, r->leaf);
+		if (r->nic) {
+			fputs(", \"nic\": ", f);
+			put_str(f, r->nic);
+		}
+		fprintf(f, "}%s\n", i + 1 < p->nranks ? "," : "");
+	}
+	fputs("  ],\n  \"levels\": [\n", f);
+	for (int j = 0; j < p->nlevels; j++) {
+		const struct isle_plan_level *l = &p->levels[j];
+
+		isle_codec_format(&l->codec, codec, sizeof(codec));
+		fputs("    {\"name\": ", f);
+		put_str(f, l->name);
+		fprintf(f,
+			", \"scope\": \"%s\", \"bw_gbps\": %.9g, "
+			"\"lat_us\": %.9g, \"codec\": \"%s\"}%s\n",
+			isle_scope_name(l->scope), l->bw_gbps, l->lat_us, codec,
+			j + 1 < p->nlevels ? "," : "");
+	}
+	fputs("  ]\n}\n", f);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * xport.c - point-to-point transfers with a deadline. Every wait in the shim
+ * goes through isle__waitall(), so a dead or hung peer turns into
+ * -ETIMEDOUT and one clear line on stderr instead of a hang.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "comm_priv.h"
+
+double isle__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Plan rank of rank `peer` in comm (a sub-communicator of ch->all). */
+static int plan_rank_of(struct isle__chan *ch, MPI_Comm comm, int peer)
+{
+	MPI_Group g = MPI_GROUP_NULL, ga = MPI_GROUP_NULL;
+	int r = -1;
+
+	if (PMPI_Comm_group(comm, &g) == MPI_SUCCESS &&
+	    PMPI_Comm_group(ch->all, &ga) == MPI_SUCCESS)
+		PMPI_Group_translate_ranks(g, 1, &peer, ga, &r);
+	if (g != MPI_GROUP_NULL)
+		PMPI_Group_free(&g);
+	if (ga != MPI_GROUP_NULL)
+		PMPI_Group_free(&ga);
+	return r >= 0 && r != MPI_UNDEFINED ? ch->owner->plan_rank[r] : -1;
+}
+
+static void report_timeout(struct isle__chan *ch, MPI_Comm comm, int peer)
+{
+	const struct isle_plan *p = ch->owner->plan;
+	int me = ch->owner->plan_rank[ch->rank];
+	int pr = peer >= 0 ? plan_rank_of(ch, comm, peer) : -1;
+
+	if (pr < 0) { /* a collective step (fusion negotiation) */
+		fprintf(stderr,
+			"isle_comm: rank %d (%s): allreduce timed out after "
+			"%g s waiting for the other ranks: peer dead or hung "
+			"(ISLE_COMM_TIMEOUT_S)\n",
+			me, p->ranks[me].node, ch->owner->cfg.timeout_s);
+		return;
+	}
+	fprintf(stderr,
+		"isle_comm: rank %d (%s): allreduce timed out after %g s "
+		"waiting for rank %d (%s): peer dead or hung "
+		"(ISLE_COMM_TIMEOUT_S)\n",
+		me, p->ranks[me].node, ch->owner->cfg.timeout_s, pr,
+		p->ranks[pr].node);
+}
+
+int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
+		  MPI_Request *reqs, const int *peers)
+{
+	double timeout = ch->owner->cfg.timeout_s, deadline;
+	int flag = 0;
+
+	if (n == 0)
+		return 0;
+	if (timeout <= 0)
+		return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS
+			   ? 0
+			   : -EIO;
+	deadline = isle__now() + timeout;
+	for (unsigned spin = 0;; spin++) {
+		if (PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE) !=
+		    MPI_SUCCESS)
+			return -EIO;
+		if (flag)
+			return 0;
+		/* Oversubscribed nodes: let the peer we wait for run. */
+		if (spin > 256)
+			sched_yield();
+		if ((spin & 255) == 255 && isle__now() > deadline)
+			break;
+	}
+	/* Name the first peer still missing, then drop what is pending. */
+	for (int i = 0; i < n; i++) {
+		int done = 1;
+
+		if (reqs[i] != MPI_REQUEST_NULL)
+			PMPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE);
+		if (!done && flag >= 0) {
+			report_timeout(ch, comm, peers[i]);
+			flag = -1;
+		}
+		if (reqs[i] != MPI_REQUEST_NULL) {
+			PMPI_Cancel(&reqs[i]);
+			PMPI_Request_free(&reqs[i]);
+		}
+	}
+	ch->failed = 1;
+	return -ETIMEDOUT;
+}
+
+int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
+		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src)
+{
+	MPI_Request r[2];
+	int peers[2], n = 0;
+
+	if (sbytes > INT_MAX || rbytes > INT_MAX)
+		return -EOVERFLOW;
+	if (rbytes) {
+		if (PMPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, ISLE__TAG,
+			       comm, &r[n]) != MPI_SUCCESS)
+			return -EIO;
+		peers[n++] = src;
+	}
+	if (sbytes) {
+		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, ISLE__TAG,
+			       comm, &r[n]) != MPI_SUCCESS)
+			return -EIO;
+		peers[n++] = dst;
+	}
+	return isle__waitall(ch, comm, n, r, peers);
+}

@@ -1,0 +1,302 @@
+/*
+ * cost.c - the alpha-beta communication cost model (docs/placement.md).
+ *
+ * Every term is the time of one collective pattern on the slowest tier it
+ * crosses, with bandwidth and latency per tier from the cluster model
+ * (oversubscription applied) and the island's own NVLink bandwidth where
+ * the cluster file gives one. Groups that run concurrently are charged by
+ * their slowest member (synchronous training waits for it).
+ */
+#include <math.h>
+
+#include "place_priv.h"
+
+#define BYTES_PER_US(gbps) ((gbps)*1e3) /* GB/s -> bytes per microsecond */
+
+isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
+			   int gb)
+{
+	int ia = c->gpu_island[na * ISLE_MAX_GPUS_PER_NODE + ga];
+	int ib = c->gpu_island[nb * ISLE_MAX_GPUS_PER_NODE + gb];
+
+	if (ia >= 0 && ia == ib)
+		return ISLE_TIER_ISLAND;
+	if (na == nb)
+		return ISLE_TIER_NODE;
+	if (c->leafg[na] == c->leafg[nb])
+		return ISLE_TIER_LEAF;
+	if (c->spineg[na] == c->spineg[nb])
+		return ISLE_TIER_SPINE;
+	return ISLE_TIER_CORE;
+}
+
+static double tier_bw(const isle_place_ctx *c, isle_tier tier, int island)
+{
+	if (tier == ISLE_TIER_ISLAND && island >= 0 && c->island_bw[island] > 0)
+		return c->island_bw[island];
+	return c->tier_bw[tier];
+}
+
+/* Ring allreduce of m bytes over n ranks: 2(n-1) steps of m/n bytes. */
+static double ring(int n, double m, double lat, double bw)
+{
+	if (n <= 1 || bw <= 0)
+		return 0.0;
+	return 2.0 * (n - 1) * lat + 2.0 * (n - 1) / n * m / BYTES_PER_US(bw);
+}
+
+static double p2p(double m, double lat, double bw)
+{
+	return bw > 0 ? lat + m / BYTES_PER_US(bw) : 0.0;
+}
+
+static const struct isle_place_rank *at(const struct isle_place_rank *ranks,
+					const struct pnorm *q, int t, int s,
+					int d)
+{
+	return &ranks[t + q->tp * (s + q->pp * d)];
+}
+
+static int gpu_island(const isle_place_ctx *c, const struct isle_place_rank *r)
+{
+	return c->gpu_island[r->node * ISLE_MAX_GPUS_PER_NODE + r->gpu];
+}
+
+/* One TP group whose loosest tier is worst and first GPU in island. */
+double isle__place_tp_group_cost(const isle_place_ctx *c, const struct pnorm *q,
+				 isle_tier worst, int island)
+{
+	double m, calls;
+
+	if (q->workload == ISLE_WORKLOAD_INFER) {
+		m = c->o.infer_msg_bytes;
+		calls = c->o.infer_calls / q->pp;
+	} else {
+		m = c->o.tp_msg_bytes;
+		calls = c->o.tp_calls / q->pp;
+	}
+	return calls *
+	       ring(q->tp, m, c->tier_lat[worst], tier_bw(c, worst, island));
+}
+
+/* One stage-boundary send over tier, from a GPU in island. */
+double isle__place_pp_pair_cost(const isle_place_ctx *c, const struct pnorm *q,
+				isle_tier tier, int island)
+{
+	double m, calls;
+
+	if (q->workload == ISLE_WORKLOAD_INFER) {
+		m = c->o.infer_msg_bytes;
+		calls = 1.0;
+	} else {
+		m = c->o.pp_msg_bytes;
+		calls = c->o.pp_calls;
+	}
+	return calls * p2p(m, c->tier_lat[tier], tier_bw(c, tier, island));
+}
+
+/* TP: each group is a ring on the loosest tier inside it. */
+static double tp_cost(isle_place_ctx *c, const struct pnorm *q,
+		      const struct isle_place_rank *ranks, int n,
+		      int *in_island)
+{
+	double worst = 0.0;
+	int g, i, inside = 0;
+
+	for (g = 0; g + q->tp <= n; g += q->tp) {
+		const struct isle_place_rank *a = &ranks[g];
+		isle_tier worst_t = ISLE_TIER_ISLAND;
+		double cost;
+
+		for (i = 1; i < q->tp; i++) {
+			isle_tier t = isle__place_tier(c, a->node, a->gpu,
+						       ranks[g + i].node,
+						       ranks[g + i].gpu);
+			if (t > worst_t)
+				worst_t = t;
+		}
+		if (worst_t == ISLE_TIER_ISLAND)
+			inside++;
+		cost =
+		    isle__place_tp_group_cost(c, q, worst_t, gpu_island(c, a));
+		if (cost > worst)
+			worst = cost;
+	}
+	if (in_island)
+		*in_island = inside;
+	return worst;
+}
+
+/* PP: per stage boundary, the slowest of the concurrent sends. */
+static double pp_cost(isle_place_ctx *c, const struct pnorm *q,
+		      const struct isle_place_rank *ranks)
+{
+	double sum = 0.0;
+	int s, t, d;
+
+	for (s = 0; s + 1 < q->pp; s++) {
+		double worst = 0.0;
+
+		for (d = 0; d < q->dp; d++)
+			for (t = 0; t < q->tp; t++) {
+				const struct isle_place_rank *a, *b;
+				isle_tier tier;
+				double cost;
+
+				a = at(ranks, q, t, s, d);
+				b = at(ranks, q, t, s + 1, d);
+				tier = isle__place_tier(c, a->node, a->gpu,
+							b->node, b->gpu);
+				cost = isle__place_pp_pair_cost(
+				    c, q, tier, gpu_island(c, a));
+				if (cost > worst)
+					worst = cost;
+			}
+		sum += worst;
+	}
+	return sum;
+}
+
+/* Vertex of rank r's GPU at a tree level (the domain level falls back to
+ * the node for nodes outside multi-node domains). */
+static int anc(const isle_place_ctx *c, const struct isle_place_rank *r,
+	       int level)
+{
+	int v = c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE + r->gpu];
+
+	while (c->v[v].level < level) {
+		int p = c->v[v].parent;
+
+		if (level == PV_DOMAIN && c->v[p].level > PV_DOMAIN)
+			break;
+		v = p;
+	}
+	return v;
+}
+
+/*
+ * One stage of the hierarchical allreduce of a DP group: the parts of the
+ * group below level k merge into their level-k vertices. Returns the
+ * number of level-k parts; *tier and *isl_bw describe the slowest merge
+ * that actually happens (a part with one sub-part sends nothing).
+ */
+static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
+		    const struct isle_place_rank *ranks, int s, int t, int k,
+		    isle_tier *tier, double *isl_bw)
+{
+	static const int levels[] = {PV_UNIT, PV_DOMAIN, PV_LEAF, PV_SPINE,
+				     PV_ROOT};
+	int d, parts = 0;
+
+	*tier = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
+	*isl_bw = 0.0;
+	isle__place_next_gen(c);
+	for (d = 0; d < q->dp; d++) {
+		const struct isle_place_rank *r = at(ranks, q, t, s, d);
+		int up = anc(c, r, levels[k]);
+
+		if (k > 0) {
+			int low = anc(c, r, levels[k - 1]);
+
+			if (c->stamp[low] == c->gen)
+				continue; /* sub-part already counted */
+			c->stamp[low] = c->gen;
+		}
+		if (c->stamp[up] != c->gen) {
+			c->stamp[up] = c->gen;
+			c->subparts[up] = 0;
+			parts++;
+		}
+		if (++c->subparts[up] != 2)
+			continue;
+		/* a real merge: nodes merge over NVLink only inside a
+		 * multi-node domain; islands by their own bandwidth */
+		if (k == 1 && !c->v[up].multi)
+			*tier = ISLE_TIER_NODE;
+		if (k <= 1) {
+			double b =
+			    tier_bw(c, ISLE_TIER_ISLAND, gpu_island(c, r));
+
+			if (*isl_bw == 0.0 || b < *isl_bw)
+				*isl_bw = b;
+		}
+	}
+	return parts;
+}
+
+/*
+ * DP: a hierarchical allreduce per DP group. Stage k merges the parts of
+ * the group that share a level-k vertex: fan-in f = parts below / parts at
+ * this level, a ring of f over the stage's tier on the message left after
+ * the reduce-scatters below it. Oversubscribed tiers are slower through
+ * their bandwidth, so spreading over them costs more.
+ */
+double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
+				 const struct isle_place_rank *ranks, int s,
+				 int t)
+{
+	double m = c->o.dp_bytes / ((double)q->tp * q->pp), cost = 0.0;
+	double below = q->dp;
+	int k;
+
+	for (k = 0; k < 5; k++) {
+		isle_tier tier;
+		double isl_bw, f, bw;
+		int parts = dp_stage(c, q, ranks, s, t, k, &tier, &isl_bw);
+
+		f = below / parts;
+		below = parts;
+		if (f <= 1.0)
+			continue;
+		bw = tier == ISLE_TIER_ISLAND ? isl_bw : c->tier_bw[tier];
+		cost += 2.0 * (f - 1.0) * c->tier_lat[tier] +
+			2.0 * (f - 1.0) / f * m / BYTES_PER_US(bw);
+		m /= f;
+	}
+	return cost;
+}
+
+static double dp_cost(isle_place_ctx *c, const struct pnorm *q,
+		      const struct isle_place_rank *ranks)
+{
+	double worst = 0.0;
+	int s, t;
+
+	if (q->dp <= 1 || q->workload == ISLE_WORKLOAD_INFER)
+		return 0.0;
+	for (s = 0; s < q->pp; s++)
+		for (t = 0; t < q->tp; t++) {
+			double cost =
+			    isle__place_dp_group_cost(c, q, ranks, s, t);
+
+			if (cost > worst)
+				worst = cost;
+		}
+	return worst;
+}
+
+void isle__place_cost(isle_place_ctx *c, const struct pnorm *q,
+		      const struct isle_place_rank *ranks, int n,
+		      struct isle_place_cost *out, isle_tier *span,
+		      int *in_island)
+{
+	int i;
+
+	out->tp = tp_cost(c, q, ranks, n, in_island);
+	out->pp = pp_cost(c, q, ranks);
+	out->dp = dp_cost(c, q, ranks);
+	out->total =
+	    c->o.w_tp * out->tp + c->o.w_pp * out->pp + c->o.w_dp * out->dp;
+	if (span) {
+		isle_tier worst = ISLE_TIER_ISLAND;
+
+		for (i = 1; i < n; i++) {
+			isle_tier t =
+			    isle__place_tier(c, ranks[0].node, ranks[0].gpu,
+					     ranks[i].node, ranks[i].gpu);
+			if (t > worst)
+				worst = t;
+		}
+		*span = worst;
+	}
+}

@@ -1,0 +1,171 @@
+/*
+ * place_priv.h - internals shared by the files of the placement engine.
+ * Nothing outside placement/ includes it (islesim uses only isle_place.h).
+ */
+#ifndef ISLE_PLACE_PRIV_H
+#define ISLE_PLACE_PRIV_H
+
+#include "isle_place.h"
+
+/*
+ * The engine views the cluster as a tree of vertices, built once per
+ * context: root -> spine groups -> leaf groups -> [multi-node NVLink
+ * domain] -> nodes -> units, where a unit is the GPUs of one node inside
+ * one island. Children are stored in locality order, so a depth-first walk
+ * lists GPUs island by island, node by node, leaf by leaf.
+ */
+enum pv_level {
+	PV_UNIT = 0,
+	PV_NODE,
+	PV_DOMAIN,
+	PV_LEAF,
+	PV_SPINE,
+	PV_ROOT,
+	PV_LEVELS
+};
+
+struct pv {
+	unsigned char level;
+	unsigned char multi; /* unit or domain of a multi-node island */
+	int parent;
+	int first, nchild; /* children: ctx->child[first .. first+nchild) */
+	int id;		   /* node, island or group index (level-dependent) */
+	int node;	   /* units: owning node */
+	int island;	   /* units and domains: island index */
+	uint64_t mask;	   /* units: the GPUs of the unit */
+	int size;	   /* GPUs in the subtree */
+};
+
+#define FIT_LEVELS 4 /* PV_UNIT .. PV_LEAF */
+
+/* Per-call request, normalised by isle__place_norm(). */
+struct pnorm {
+	int gpus, gpn, tp, pp, dp;
+	int required; /* TP groups must sit in islands (this pass) */
+	int gran;     /* this pass: GPUs per vertex of level gran_level come
+			 in multiples of gran (a multiple of tp) */
+	int gran_level;
+	isle_tier max_span;
+	isle_workload workload;
+};
+
+/* Sort entry of the fill (children of one vertex). */
+struct pkid {
+	int v, cap, freec, ord;
+};
+
+struct isle_place_ctx {
+	const isle_topo *t;
+	struct isle_place_opts o;
+	int nnodes;
+	int max_island; /* GPUs of the largest island */
+	int max_node_gpus;
+	long total_gpus;
+
+	/* Tree. */
+	int nv, root;
+	struct pv *v;
+	int *child;
+	int *node_v; /* node -> its PV_NODE vertex */
+	int nlevel[PV_LEVELS];
+	int *by_level[PV_LEVELS]; /* vertices of each level, in tree order */
+
+	/* Per-node cost lookups. */
+	int *leafg, *spineg; /* group ids per node */
+	int *gpu_island;     /* node * 64 + gpu -> island */
+	int *gpu_unit;	     /* node * 64 + gpu -> PV_UNIT vertex */
+	double *island_bw;   /* per island: GB/s per GPU (0 = tier default) */
+	double tier_bw[ISLE_TIER_COUNT], tier_lat[ISLE_TIER_COUNT];
+
+	/* Per-call scratch (one per vertex). */
+	int *cap, *freec, *take;
+	int *maxcap;	   /* FIT_LEVELS per vertex: largest capacity of one
+			      unit / node / domain / leaf below it */
+	uint64_t *avail;   /* units: free and eligible GPUs */
+	struct pkid *kids; /* sort scratch, nv entries, used as a stack */
+	int kid_top;
+	int fill_largest; /* fill mode: largest children first */
+	int *touched;	  /* vertices the current fill took GPUs from */
+	int ntouched;
+	uint64_t *nmask; /* per node: GPUs of the current candidate */
+	int *scopes;	 /* scope vertices of one level */
+	const struct pnorm *rq;
+
+	/* Evaluation scratch: generation stamps per vertex. */
+	unsigned *stamp;
+	unsigned gen;
+	int *
+	    subparts; /* DP stages: sub-parts per vertex (valid when stamped) */
+
+	/* Exact search (engine.c, exact_*): per vertex a signature of the
+	 * free GPUs below it (isomorphic subtrees are equal), the previous
+	 * sibling with the same signature (-1) and the ranks placed below it.
+	 */
+	uint64_t *sig;
+	int *iso_prev;
+	int *xcnt;
+
+	/* Rank order with the other layout (see finish()). */
+	struct isle_place_rank *alt;
+	int alt_cap;
+
+	/* Candidate results. */
+	struct isle_place_result cand, best;
+
+	/* Explain. */
+	struct isle_place_cand *cands;
+	int ncands;
+	int chosen; /* index of the winner in cands, -1 */
+
+	/* Ideal-cost memo, keyed by request shape. */
+	struct ideal_memo {
+		int used;
+		int gpus, gpn, tp, pp, mode, span, workload;
+		int rc;
+		struct isle_place_cost cost;
+	} * memo;
+	int nmemo;
+	uint64_t *all_free;
+};
+
+/* Starts a new stamp generation (clears the stamps when it wraps). */
+static inline void isle__place_next_gen(isle_place_ctx *c)
+{
+	if (++c->gen == 0) {
+		for (int i = 0; i < c->nv; i++)
+			c->stamp[i] = 0;
+		c->gen = 1;
+	}
+}
+
+/* cost.c: cost of ranks[0..n) for normalised request q; returns the loosest
+ * tier between any two ranks in *span and the TP groups inside one island
+ * in *in_island (either may be NULL). */
+void isle__place_cost(isle_place_ctx *c, const struct pnorm *q,
+		      const struct isle_place_rank *ranks, int n,
+		      struct isle_place_cost *out, isle_tier *span,
+		      int *in_island);
+
+/* Cost of one TP group (loosest tier worst, first GPU in island) and of
+ * one stage-boundary send (tier, sender in island): the terms of
+ * isle__place_cost(), for the exact search's bounds. */
+double isle__place_tp_group_cost(const isle_place_ctx *c, const struct pnorm *q,
+				 isle_tier worst, int island);
+double isle__place_pp_pair_cost(const isle_place_ctx *c, const struct pnorm *q,
+				isle_tier tier, int island);
+
+/* Hierarchical allreduce of DP group (stage s, TP index t) of ranks (the
+ * group's ranks must be set; the others are not read). */
+double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
+				 const struct isle_place_rank *ranks, int s,
+				 int t);
+
+/* Tier between two GPUs, from the context's lookup tables. */
+isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
+			   int gb);
+
+/* engine.c: grows a result's arrays. */
+int isle__place_result_reserve(struct isle_place_result *r, int nnodes,
+			       int nranks);
+
+#endif /* ISLE_PLACE_PRIV_H */

@@ -1,0 +1,691 @@
+/*
+ * islesim - replays a job stream against a cluster under several placement
+ * policies and reports per-policy metrics (see usage()).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "islesim.h"
+
+#define BASELINE_NOTE                                                          \
+	"note: linear, tree, block and random are islesim re-implementations " \
+	"of Slurm's documented behaviour, not Slurm code"
+
+struct cfg {
+	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
+	int policy; /* -1: all */
+	int jobs, queue_depth, decisions, trace;
+	double load;
+	uint64_t seed;
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: islesim [options]\n"
+	      "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
+	      " cluster file\n"
+	      "  --policy P       isle | linear | tree | block | random | all"
+	      " (default all)\n"
+	      "  --jobs N         generated jobs (default 2000)\n"
+	      "  --mix M          seren | kalos | philly | helios (default"
+	      " seren)\n"
+	      "  --load L         offered load, 0..1 (default 0.9)\n"
+	      "  --seed S         generator seed (default 1)\n"
+	      "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
+	      "[,train|infer]\n"
+	      "  --trace          print every job's placement and rank order\n"
+	      "  --queue-depth N  queued jobs tried per pass (default 64)\n"
+	      "  --data DIR       shared data (default $ISLE_SHARED_DATA or"
+	      " ../shared/data)\n"
+	      "  --bench DIR      all clusters x policies + scale runs: writes"
+	      " DIR/placement.json,\n"
+	      "                   plot data and DIR/placement.gp\n"
+	      "  --scale LIST     decision-time runs only, e.g. 1000,10000\n"
+	      "  --decisions N    decisions per scale run (default 2000)\n"
+	      "  --replay FILE    place a job sequence, no completions: lines\n"
+	      "                   'LABEL NODES GPUS_PER_NODE [PIN|- [COMMIT|-]]'"
+	      "\n"
+	      "                   (PIN/COMMIT: node,node,...); prints\n"
+	      "                   'POLICY LABEL node,node,...' ('-': none)\n",
+	      f);
+}
+
+static void print_header(void)
+{
+	printf("%-9s %-7s %6s %6s %6s %6s %6s %5s %9s %5s %8s %8s\n", "cluster",
+	       "policy", "tp_isl", "tp_req", "cost", "cost95", "infer", "occ",
+	       "wait_s", "frag", "dec_p50", "dec_p99");
+}
+
+static void print_row(const char *cluster, const char *policy,
+		      const struct sim_metrics *m)
+{
+	static int header;
+
+	if (!header++)
+		print_header();
+	printf("%-9s %-7s %6.1f %6.1f %6.3f %6.3f %6.3f %5.3f %9.0f %5.3f "
+	       "%8.1f %8.1f\n",
+	       cluster, policy, m->tp_in_island_pct, m->tp_in_island_req_pct,
+	       m->comm_cost_ratio_mean, m->comm_cost_ratio_p95,
+	       m->infer_latency_ratio_mean, m->occupancy_mean, m->wait_mean_s,
+	       m->fragmentation_mean, m->decision_us_p50, m->decision_us_p99);
+}
+
+static int load_jobs(const struct cfg *c, const isle_topo *t,
+		     struct sim_job **jobs, int *n)
+{
+	char err[512];
+
+	if (c->csv) {
+		int rc = sim_workload_read(c->csv, jobs, n, err, sizeof(err));
+
+		if (rc)
+			fprintf(stderr, "islesim: %s\n", err);
+		return rc;
+	}
+	*jobs = sim_workload_gen(sim_mix_find(c->mix), c->jobs, t->total_gpus,
+				 c->load, c->seed);
+	*n = c->jobs;
+	if (!*jobs) {
+		fprintf(stderr, "islesim: cannot generate jobs\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static FILE *open_out(const char *dir, const char *kind, const char *cluster,
+		      const char *policy)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/placement-%s-%s-%s.dat", dir, kind,
+		 cluster, policy);
+	f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "islesim: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* Runs the policies of c on one cluster; appends JSON rows to js. */
+static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
+		       int *first)
+{
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[512];
+	int n = 0, p, rc;
+
+	rc = sim_cluster_build(cluster, c->data, &t, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "islesim: %s\n", err);
+		return rc;
+	}
+	rc = load_jobs(c, t, &jobs, &n);
+	if (rc)
+		goto out;
+	for (p = 0; p < SIM_NPOLICIES; p++) {
+		struct sim_opts o = {.policy = (enum sim_policy)p,
+				     .seed = c->seed,
+				     .queue_depth = c->queue_depth};
+		struct sim_metrics m;
+
+		if (c->policy >= 0 && p != c->policy)
+			continue;
+		if (c->trace) {
+			o.trace = stdout;
+			printf("# cluster %s policy %s\n", cluster,
+			       sim_policy_names[p]);
+		}
+		if (c->bench) {
+			o.cost_out = open_out(c->bench, "cost", cluster,
+					      sim_policy_names[p]);
+			o.occ_out = open_out(c->bench, "occ", cluster,
+					     sim_policy_names[p]);
+		}
+		rc = sim_run(t, jobs, n, &o, &m);
+		if (o.cost_out)
+			fclose(o.cost_out);
+		if (o.occ_out)
+			fclose(o.occ_out);
+		if (rc) {
+			fprintf(stderr, "islesim: %s/%s: %s\n", cluster,
+				sim_policy_names[p], strerror(-rc));
+			goto out;
+		}
+		print_row(cluster, sim_policy_names[p], &m);
+		fflush(stdout);
+		if (js) {
+			fprintf(
+			    js,
+			    "%s\n    {\"cluster\": \"%s\", \"policy\": \"%s\", "
+			    "\"tp_in_island_pct\": %.2f, "
+			    "\"comm_cost_ratio_mean\": %.4f, "
+			    "\"comm_cost_ratio_p95\": %.4f, "
+			    "\"infer_latency_ratio_mean\": %.4f, "
+			    "\"occupancy_mean\": %.4f, \"wait_mean_s\": %.1f, "
+			    "\"fragmentation_mean\": %.4f, "
+			    "\"decision_us_p50\": %.2f, "
+			    "\"decision_us_p99\": %.2f}",
+			    *first ? "" : ",", cluster, sim_policy_names[p],
+			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
+			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
+			    m.occupancy_mean, m.wait_mean_s,
+			    m.fragmentation_mean, m.decision_us_p50,
+			    m.decision_us_p99);
+			*first = 0;
+		}
+	}
+out:
+	free(jobs);
+	isle_topo_destroy(t);
+	return rc;
+}
+
+/* Thread CPU time: a decision's own cost, not inflated when the machine is
+ * shared and the thread is preempted. */
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Decision time of the engine on an N-node cluster (8 GPUs per node) that
+ * is about 70% busy with a fragmented mix: jobs from the generator are
+ * placed until 85% full, then a random third of them leave. Then
+ * `decisions` requests from the same mix are placed (not committed).
+ */
+static long busy_now(const isle_topo *t, const uint64_t *fm)
+{
+	long busy = t->total_gpus;
+
+	for (int i = 0; i < t->nnodes; i++)
+		busy -= __builtin_popcountll(fm[i]);
+	return busy;
+}
+
+static int run_scale(const struct cfg *c, int nodes, double *p50, double *p99)
+{
+	struct isle_place_result res, *held = NULL;
+	struct sim_job *jobs = NULL;
+	isle_place_ctx *eng = NULL;
+	uint64_t *fm = NULL;
+	double *us = NULL;
+	isle_topo *t = NULL;
+	struct sim_rng rng;
+	char name[32], err[512];
+	long busy = 0;
+	int rc, i, nheld = 0, njobs = 20000, nd = 0;
+
+	isle_place_result_init(&res);
+	snprintf(name, sizeof(name), "scale:%d", nodes);
+	rc = sim_cluster_build(name, c->data, &t, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "islesim: %s\n", err);
+		return rc;
+	}
+	rc = -ENOMEM;
+	eng = isle_place_create(t, NULL);
+	fm = malloc((size_t)t->nnodes * sizeof(uint64_t));
+	held = calloc((size_t)njobs, sizeof(*held));
+	us = malloc((size_t)c->decisions * sizeof(double));
+	jobs = sim_workload_gen(sim_mix_find(c->mix), njobs, t->total_gpus, 1.0,
+				c->seed);
+	if (!eng || !fm || !held || !us || !jobs)
+		goto out;
+	for (i = 0; i < t->nnodes; i++)
+		fm[i] = (1ULL << t->nodes[i].ngpus) - 1;
+	sim_rng_seed(&rng, c->seed ^ 0x5ca1e);
+	for (i = 0; i < njobs && busy < 0.85 * t->total_gpus; i++) {
+		struct isle_place_req req;
+
+		isle_place_req_init(&req);
+		req.gpus = jobs[i].gpus;
+		req.tp = jobs[i].tp;
+		req.pp = jobs[i].pp;
+		if (isle_place(eng, fm, NULL, &req, &held[nheld]) == 0) {
+			isle_place_commit(&held[nheld], fm);
+			busy += req.gpus;
+			nheld++;
+		}
+	}
+	for (i = 0; i < nheld; i++)
+		if (sim_rng_unif(&rng) < 1.0 / 3)
+			isle_place_release(&held[i], fm);
+	for (i = 0; i < c->decisions; i++) {
+		const struct sim_job *j = &jobs[(i * 7919) % njobs];
+		struct isle_place_req req;
+		double t0;
+
+		isle_place_req_init(&req);
+		req.gpus = j->gpus;
+		req.tp = j->tp;
+		req.pp = j->pp;
+		req.workload = j->workload;
+		t0 = now_us();
+		isle_place(eng, fm, NULL, &req, &res);
+		us[nd++] = now_us() - t0;
+	}
+	qsort(us, (size_t)nd, sizeof(*us), cmp_dbl);
+	*p50 = us[nd / 2];
+	*p99 = us[(int)ceil(0.99 * nd) - 1];
+	printf("scale %6d nodes: decision p50 %8.1f us  p99 %8.1f us (%d "
+	       "decisions, %.0f%% of GPUs busy)\n",
+	       nodes, *p50, *p99, nd, 100.0 * busy_now(t, fm) / t->total_gpus);
+	rc = 0;
+out:
+	for (i = 0; held && i < nheld; i++)
+		isle_place_result_fini(&held[i]);
+	isle_place_result_fini(&res);
+	free(held);
+	free(us);
+	free(jobs);
+	free(fm);
+	isle_place_destroy(eng);
+	isle_topo_destroy(t);
+	return rc;
+}
+
+static int run_scales(const struct cfg *c, FILE *js)
+{
+	char list[256], *save = NULL, *tok;
+	int first = 1, rc = 0;
+
+	snprintf(list, sizeof(list), "%s", c->scale ? c->scale : "1000,10000");
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		double p50, p99;
+		int nodes = atoi(tok);
+
+		if (nodes <= 0) {
+			fprintf(stderr, "islesim: bad --scale entry '%s'\n",
+				tok);
+			return -EINVAL;
+		}
+		rc = run_scale(c, nodes, &p50, &p99);
+		if (rc)
+			return rc;
+		if (js)
+			fprintf(js,
+				"%s\n    {\"nodes\": %d, \"decision_us_p50\": "
+				"%.2f, "
+				"\"decision_us_p99\": %.2f}",
+				first ? "" : ",", nodes, p50, p99);
+		first = 0;
+	}
+	return 0;
+}
+
+static const char *const bench_clusters[] = {"superpod", "nvl72", "pcie",
+					     "lingjun"};
+
+/* gnuplot script: comm-cost CDF per policy (top) and occupancy over time
+ * (bottom), one column per cluster. */
+static int write_plot(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+	int k, p;
+
+	snprintf(path, sizeof(path), "%s/placement.gp", dir);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "islesim: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	fprintf(f,
+		"set terminal pngcairo size 1800,900 noenhanced\n"
+		"set output '%s/placement.png'\n"
+		"set multiplot layout 2,4 title 'islesim: modelled comm cost "
+		"/ empty-cluster cost (CDF) and GPU occupancy'\n"
+		"set key bottom right\nset grid\n",
+		dir);
+	for (k = 0; k < 4; k++) {
+		fprintf(f,
+			"set title '%s: comm cost ratio CDF'\n"
+			"set xlabel 'cost / ideal'\nset ylabel 'CDF'\n"
+			"set logscale x\nset yrange [0:1]\nplot ",
+			bench_clusters[k]);
+		for (p = 0; p < SIM_NPOLICIES; p++)
+			fprintf(f,
+				"%s'%s/placement-cost-%s-%s.dat' using 1:(1) "
+				"smooth cnormal with lines lw 2 title '%s'",
+				p ? ", " : "", dir, bench_clusters[k],
+				sim_policy_names[p], sim_policy_names[p]);
+		fputs("\nunset logscale x\n", f);
+	}
+	for (k = 0; k < 4; k++) {
+		fprintf(f,
+			"set title '%s: occupancy'\nset xlabel 'hours'\n"
+			"set ylabel 'busy GPUs'\nset yrange [0:1]\nplot ",
+			bench_clusters[k]);
+		for (p = 0; p < SIM_NPOLICIES; p++)
+			fprintf(f,
+				"%s'%s/placement-occ-%s-%s.dat' using 1:2 "
+				"with lines title '%s'",
+				p ? ", " : "", dir, bench_clusters[k],
+				sim_policy_names[p], sim_policy_names[p]);
+		fputc('\n', f);
+	}
+	fputs("unset multiplot\n", f);
+	return fclose(f) ? -EIO : 0;
+}
+
+static int run_bench(const struct cfg *c)
+{
+	char path[4096];
+	FILE *js;
+	int first = 1, rc = 0;
+	size_t k;
+
+	snprintf(path, sizeof(path), "%s/placement.json", c->bench);
+	js = fopen(path, "w");
+	if (!js) {
+		fprintf(stderr, "islesim: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	puts(BASELINE_NOTE);
+	fputs("{\"results\": [", js);
+	for (k = 0; k < sizeof(bench_clusters) / sizeof(*bench_clusters); k++) {
+		rc = run_cluster(c, bench_clusters[k], js, &first);
+		if (rc)
+			goto out;
+	}
+	fputs("\n  ],\n  \"scale\": [", js);
+	rc = run_scales(c, js);
+	if (rc)
+		goto out;
+	fputs("\n  ]\n}\n", js);
+	rc = write_plot(c->bench);
+out:
+	if (fclose(js) && !rc)
+		rc = -EIO;
+	return rc;
+}
+
+/*
+ * --replay: the baselines' choices for a fixed job sequence, for comparing
+ * them with the real Slurm plugins (tests/crosscheck/). Jobs arrive in
+ * order and never end. A job with a pinned node list (like sbatch -w)
+ * takes GPUS_PER_NODE GPUs on each listed node without asking the policy;
+ * any other job asks the policy for NODES x GPUS_PER_NODE GPUs (the
+ * baselines see a GPU count; the engine also gets the node shape). An
+ * optional COMMIT list replaces the policy's choice in the state that the
+ * next jobs see ("-": nothing), so that each decision can be compared
+ * with Slurm's from the state Slurm was in.
+ */
+static int replay_pin(const isle_topo *t, uint64_t *fm, char *pins, int gpn,
+		      const char *path, int line, FILE *out)
+{
+	char *save = NULL, *tok;
+	int first = 1;
+
+	for (tok = strtok_r(pins, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int ni = isle_topo_find_node(t, tok), k;
+
+		if (ni < 0) {
+			fprintf(stderr, "islesim: %s:%d: no node '%s'\n", path,
+				line, tok);
+			return -EINVAL;
+		}
+		if (__builtin_popcountll(fm[ni]) < gpn) {
+			fprintf(stderr,
+				"islesim: %s:%d: node '%s' has fewer than %d "
+				"free GPUs\n",
+				path, line, tok, gpn);
+			return -EINVAL;
+		}
+		for (k = 0; k < gpn; k++)
+			fm[ni] &= fm[ni] - 1; /* lowest free GPU first */
+		fprintf(out, "%s%s", first ? "" : ",", tok);
+		first = 0;
+	}
+	return 0;
+}
+
+static int replay_policy(const struct cfg *c, const isle_topo *t,
+			 isle_place_ctx *eng, int p, FILE *in)
+{
+	struct isle_place_result res;
+	struct sim_policy_ctx *pc;
+	uint64_t *fm = malloc(((size_t)t->nnodes + 1) * sizeof(uint64_t));
+	char buf[1024];
+	int i, line = 0, rc = 0;
+
+	isle_place_result_init(&res);
+	pc = sim_policy_create((enum sim_policy)p, t, eng, c->seed);
+	if (!fm || !pc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < t->nnodes; i++)
+		fm[i] = t->nodes[i].ngpus >= 64 ? ~0ULL
+						: (1ULL << t->nodes[i].ngpus) - 1;
+	rewind(in);
+	while (fgets(buf, sizeof(buf), in)) {
+		char label[128], pins[448] = "", commit[448] = "";
+		struct isle_place_req req;
+		int nodes, gpn, nf;
+
+		line++;
+		nf = sscanf(buf, " %127s %d %d %447s %447s", label, &nodes,
+			    &gpn, pins, commit);
+		if (nf <= 0 || label[0] == '#')
+			continue;
+		if (nf < 3 || nodes <= 0 || gpn <= 0 || gpn > 64) {
+			fprintf(stderr,
+				"islesim: %s:%d: expected 'LABEL NODES "
+				"GPUS_PER_NODE [PIN|- [COMMIT|-]]'\n",
+				c->replay, line);
+			rc = -EINVAL;
+			goto out;
+		}
+		printf("%s %s ", sim_policy_names[p], label);
+		if (pins[0] && strcmp(pins, "-")) {
+			rc = replay_pin(t, fm, pins, gpn, c->replay, line,
+					stdout);
+			putchar('\n');
+			if (rc)
+				goto out;
+			continue;
+		}
+		isle_place_req_init(&req);
+		req.gpus = nodes * gpn;
+		req.nodes = nodes;
+		req.gpus_per_node = gpn;
+		req.tp = 1;
+		req.pp = 1;
+		if (sim_policy_place(pc, fm, &req, &res) != 0)
+			res.nnodes = 0;
+		for (i = 0; i < res.nnodes; i++) {
+			printf("%s%s", i ? "," : "", t->nodes[res.nodes[i]].name);
+			if (!commit[0])
+				fm[res.nodes[i]] &= ~res.masks[i];
+		}
+		puts(res.nnodes ? "" : "-");
+		if (commit[0] && strcmp(commit, "-")) {
+			FILE *nul = fopen("/dev/null", "w");
+
+			rc = nul ? replay_pin(t, fm, commit, gpn, c->replay,
+					      line, nul)
+				 : -errno;
+			if (nul)
+				fclose(nul);
+			if (rc)
+				goto out;
+		}
+	}
+out:
+	sim_policy_destroy(pc);
+	isle_place_result_fini(&res);
+	free(fm);
+	return rc;
+}
+
+static int run_replay(const struct cfg *c)
+{
+	isle_place_ctx *eng = NULL;
+	isle_topo *t = NULL;
+	FILE *in = fopen(c->replay, "r");
+	char err[512];
+	int p, rc;
+
+	if (!in) {
+		fprintf(stderr, "islesim: %s: %s\n", c->replay,
+			strerror(errno));
+		return -EIO;
+	}
+	rc = sim_cluster_build(c->cluster, c->data, &t, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "islesim: %s\n", err);
+		goto out;
+	}
+	eng = isle_place_create(t, NULL);
+	if (!eng) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	printf("# %s\n", BASELINE_NOTE);
+	for (p = 0; p < SIM_NPOLICIES && !rc; p++)
+		if (c->policy < 0 || p == c->policy)
+			rc = replay_policy(c, t, eng, p, in);
+out:
+	isle_place_destroy(eng);
+	isle_topo_destroy(t);
+	fclose(in);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"cluster", required_argument, NULL, 'c'},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"jobs", required_argument, NULL, 'n'},
+	    {"mix", required_argument, NULL, 'm'},
+	    {"load", required_argument, NULL, 'l'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"csv", required_argument, NULL, 'f'},
+	    {"trace", no_argument, NULL, 't'},
+	    {"queue-depth", required_argument, NULL, 'q'},
+	    {"data", required_argument, NULL, 'd'},
+	    {"bench", required_argument, NULL, 'b'},
+	    {"scale", required_argument, NULL, 'S'},
+	    {"decisions", required_argument, NULL, 'D'},
+	    {"replay", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct cfg c = {.cluster = "superpod",
+			.mix = "seren",
+			.policy = -1,
+			.jobs = 2000,
+			.queue_depth = 64,
+			.decisions = 2000,
+			.load = 0.9,
+			.seed = 1};
+	int opt, rc;
+
+	c.data = getenv("ISLE_SHARED_DATA");
+	if (!c.data || !*c.data)
+		c.data = "../shared/data";
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			c.cluster = optarg;
+			break;
+		case 'p':
+			if (!strcmp(optarg, "all")) {
+				c.policy = -1;
+			} else if ((c.policy = sim_policy_parse(optarg)) < 0) {
+				fprintf(stderr,
+					"islesim: unknown policy '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			c.jobs = atoi(optarg);
+			break;
+		case 'm':
+			if (!sim_mix_find(optarg)) {
+				fprintf(stderr, "islesim: unknown mix '%s'\n",
+					optarg);
+				return 2;
+			}
+			c.mix = optarg;
+			break;
+		case 'l':
+			c.load = atof(optarg);
+			break;
+		case 's':
+			c.seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'f':
+			c.csv = optarg;
+			break;
+		case 't':
+			c.trace = 1;
+			break;
+		case 'q':
+			c.queue_depth = atoi(optarg);
+			break;
+		case 'd':
+			c.data = optarg;
+			break;
+		case 'b':
+			c.bench = optarg;
+			break;
+		case 'S':
+			c.scale = optarg;
+			break;
+		case 'D':
+			c.decisions = atoi(optarg);
+			break;
+		case 'r':
+			c.replay = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || c.jobs <= 0 || c.queue_depth <= 0 ||
+	    c.decisions <= 0 || c.load <= 0 || c.load > 1.0) {
+		usage(stderr);
+		return 2;
+	}
+	if (c.replay)
+		rc = run_replay(&c);
+	else if (c.bench)
+		rc = run_bench(&c);
+	else if (c.scale)
+		rc = run_scales(&c, NULL);
+	else {
+		int first = 1;
+
+		puts(BASELINE_NOTE);
+		rc = run_cluster(&c, c.cluster, NULL, &first);
+	}
+	return rc ? 1 : 0;
+}

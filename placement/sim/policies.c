@@ -1,0 +1,552 @@
+/*
+ * policies.c - the policies islesim compares: isle (the engine) and
+ * re-implementations of stock Slurm behaviour. The baselines are not Slurm
+ * code; they follow the documented algorithms:
+ *   linear: first fit in node order, lowest free GPUs first (select/linear
+ *           node order, cons_tres without a topology plugin);
+ *   tree:   topology/tree (_eval_nodes_topo): leaf switches one at a time,
+ *           by Slurm's switch comparison (a leaf that holds the rest, best
+ *           fit, first of equals; else the largest leaf of the largest
+ *           parent) and switch distance from the leafs already taken;
+ *           nodes in order;
+ *   block:  topology/block: base blocks (NVLink domains, else leaf groups)
+ *           aggregated in BlockSizes of 1, 2, 4, ... consecutive blocks;
+ *           the level follows from the job size alone (no room: the job
+ *           waits), best fit among its blocks and base blocks, last of
+ *           equals; nodes in order;
+ *   random: nodes in a seeded random order.
+ * None of the baselines knows about GPU islands inside a node or TP/PP, so
+ * ranks follow the node order they chose and GPU indices, as srun's block
+ * distribution does.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "islesim.h"
+
+const char *const sim_policy_names[SIM_NPOLICIES] = {
+    "isle", "linear", "tree", "block", "random",
+};
+
+int sim_policy_parse(const char *s)
+{
+	for (int i = 0; i < SIM_NPOLICIES; i++)
+		if (!strcmp(s, sim_policy_names[i]))
+			return i;
+	return -1;
+}
+
+/* A group of nodes (leaf group, spine group, block), nodes ascending. */
+struct grp {
+	int n;
+	int *nodes;
+};
+
+struct sim_policy_ctx {
+	enum sim_policy p;
+	const isle_topo *t;
+	isle_place_ctx *eng;
+	struct sim_rng rng;
+	int nleaf, nspine, nblock;
+	struct grp *leaf, *spine, *block;
+	int *leaf_spine; /* spine group of each leaf group */
+	int *order;	 /* scratch: node order */
+	long *score;	 /* scratch: free GPUs per group */
+};
+
+static int groups_build(const isle_topo *t, const int *key, int ngroups,
+			struct grp **out)
+{
+	struct grp *g = calloc((size_t)ngroups + 1, sizeof(*g));
+	int i;
+
+	if (!g)
+		return -ENOMEM;
+	for (i = 0; i < t->nnodes; i++)
+		g[key[i]].n++;
+	for (i = 0; i < ngroups; i++) {
+		g[i].nodes = malloc(((size_t)g[i].n + 1) * sizeof(int));
+		if (!g[i].nodes)
+			return -ENOMEM;
+		g[i].n = 0;
+	}
+	for (i = 0; i < t->nnodes; i++)
+		g[key[i]].nodes[g[key[i]].n++] = i;
+	*out = g;
+	return 0;
+}
+
+static void groups_free(struct grp *g, int n)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < n; i++)
+		free(g[i].nodes);
+	free(g);
+}
+
+struct sim_policy_ctx *sim_policy_create(enum sim_policy p, const isle_topo *t,
+					 isle_place_ctx *eng, uint64_t seed)
+{
+	struct sim_policy_ctx *pc = calloc(1, sizeof(*pc));
+	int *key = NULL, i, ok = 0;
+
+	if (!pc)
+		return NULL;
+	pc->p = p;
+	pc->t = t;
+	pc->eng = eng;
+	sim_rng_seed(&pc->rng, seed);
+	key = malloc(((size_t)t->nnodes + 1) * sizeof(int));
+	pc->order = malloc(((size_t)t->nnodes + 1) * sizeof(int));
+	pc->score = malloc(((size_t)t->nnodes + 1) * sizeof(long));
+	if (!key || !pc->order || !pc->score)
+		goto out;
+	pc->nleaf = t->ngroups[ISLE_TIER_LEAF];
+	pc->nspine = t->ngroups[ISLE_TIER_SPINE];
+	for (i = 0; i < t->nnodes; i++)
+		key[i] = t->nodes[i].group[ISLE_TIER_LEAF];
+	if (groups_build(t, key, pc->nleaf, &pc->leaf))
+		goto out;
+	for (i = 0; i < t->nnodes; i++)
+		key[i] = t->nodes[i].group[ISLE_TIER_SPINE];
+	if (groups_build(t, key, pc->nspine, &pc->spine))
+		goto out;
+	pc->leaf_spine = malloc(((size_t)pc->nleaf + 1) * sizeof(int));
+	if (!pc->leaf_spine)
+		goto out;
+	for (i = 0; i < t->nnodes; i++)
+		pc->leaf_spine[t->nodes[i].group[ISLE_TIER_LEAF]] =
+		    t->nodes[i].group[ISLE_TIER_SPINE];
+	pc->nblock = sim_cluster_blocks(t, key);
+	if (pc->nblock < 0 || groups_build(t, key, pc->nblock, &pc->block))
+		goto out;
+	ok = 1;
+out:
+	free(key);
+	if (!ok) {
+		sim_policy_destroy(pc);
+		return NULL;
+	}
+	return pc;
+}
+
+void sim_policy_destroy(struct sim_policy_ctx *pc)
+{
+	if (!pc)
+		return;
+	groups_free(pc->leaf, pc->nleaf);
+	groups_free(pc->spine, pc->nspine);
+	groups_free(pc->block, pc->nblock);
+	free(pc->leaf_spine);
+	free(pc->order);
+	free(pc->score);
+	free(pc);
+}
+
+/* Grows a result's arrays (same ownership rules as the engine's). */
+static int res_reserve(struct isle_place_result *r, int nnodes, int nranks)
+{
+	if (nnodes > r->cap_nodes) {
+		int *n = realloc(r->nodes, (size_t)nnodes * sizeof(*n));
+		uint64_t *m;
+
+		if (!n)
+			return -ENOMEM;
+		r->nodes = n;
+		m = realloc(r->masks, (size_t)nnodes * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		r->masks = m;
+		r->cap_nodes = nnodes;
+	}
+	if (nranks > r->cap_ranks) {
+		struct isle_place_rank *k =
+		    realloc(r->ranks, (size_t)nranks * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		r->ranks = k;
+		r->cap_ranks = nranks;
+	}
+	return 0;
+}
+
+static int nfree(const uint64_t *fm, int node)
+{
+	return __builtin_popcountll(fm[node]);
+}
+
+/* Takes GPUs from order[0..n) first fit, lowest GPU index first; ranks in
+ * that order. Returns 0 or -ENOSPC. */
+static int take_in_order(const int *order, int n, const uint64_t *fm, int need,
+			 struct isle_place_result *res)
+{
+	int i;
+
+	res->nnodes = res->nranks = 0;
+	for (i = 0; i < n && need > 0; i++) {
+		uint64_t m = fm[order[i]], got = 0;
+
+		while (m && need > 0) {
+			int g = __builtin_ctzll(m);
+
+			m &= m - 1;
+			got |= 1ULL << g;
+			res->ranks[res->nranks].node = order[i];
+			res->ranks[res->nranks].gpu = g;
+			res->nranks++;
+			need--;
+		}
+		if (got) {
+			res->nodes[res->nnodes] = order[i];
+			res->masks[res->nnodes] = got;
+			res->nnodes++;
+		}
+	}
+	return need > 0 ? -ENOSPC : 0;
+}
+
+static long grp_free(const struct grp *g, const uint64_t *fm)
+{
+	long s = 0;
+
+	for (int i = 0; i < g->n; i++)
+		s += nfree(fm, g->nodes[i]);
+	return s;
+}
+
+/*
+ * topology/tree (eval_nodes_tree.c, _eval_nodes_topo), counted in free
+ * GPUs instead of nodes. Switches: leaf groups, spine groups, core groups
+ * (connected parts); sw[] holds the free GPUs under each, parent[] the
+ * switch above (-1: none).
+ */
+struct tree_sw {
+	int n; /* leafs + spines + cores */
+	int nleaf;
+	long *cnt; /* free GPUs under the switch */
+	int *parent;
+	int *level; /* 0 leaf, 1 spine, 2 core */
+};
+
+/* _topo_compare_switches(): 1 when leaf i is the better choice, -1 when j
+ * is, 0 when equal; *i_fit_out: whether i (or the ancestor of i the
+ * comparison ended on) holds the rest. */
+static int tree_compare(const struct tree_sw *s, int i, int j, long rem,
+			int *i_fit_out)
+{
+	for (;;) {
+		int i_fit = s->cnt[i] >= rem, j_fit = s->cnt[j] >= rem;
+
+		*i_fit_out = i_fit;
+		if (i_fit && j_fit) {
+			if (s->cnt[i] < s->cnt[j])
+				return 1;
+			if (s->cnt[i] > s->cnt[j])
+				return -1;
+			break;
+		} else if (i_fit) {
+			return 1;
+		} else if (j_fit) {
+			return -1;
+		}
+		if (s->parent[i] < 0 || s->parent[j] < 0 ||
+		    s->parent[i] == s->parent[j])
+			break;
+		i = s->parent[i];
+		j = s->parent[j];
+	}
+	if (s->cnt[i] != s->cnt[j])
+		return s->cnt[i] > s->cnt[j] ? 1 : -1;
+	if (s->level[i] != s->level[j])
+		return s->level[i] < s->level[j] ? 1 : -1;
+	return 0;
+}
+
+#define TREE_INF (1L << 40)
+
+/* Hops between two leafs (switches_dist): 2 under one spine, 4 under one
+ * core, else unreachable. */
+static long tree_leaf_dist(const struct tree_sw *s, int a, int b)
+{
+	int d = 0;
+
+	while (a != b) {
+		if (s->parent[a] < 0 || s->parent[b] < 0)
+			return TREE_INF;
+		a = s->parent[a];
+		b = s->parent[b];
+		d += 2;
+	}
+	return d;
+}
+
+static void tree_decrement(struct tree_sw *s, int i, long taken)
+{
+	for (; i >= 0; i = s->parent[i])
+		s->cnt[i] = s->cnt[i] <= taken ? 0 : s->cnt[i] - taken;
+}
+
+static int place_tree(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
+		      struct isle_place_result *res)
+{
+	const isle_topo *t = pc->t;
+	int ncore =
+	    t->ngroups[ISLE_TIER_CORE] > 0 ? t->ngroups[ISLE_TIER_CORE] : 0;
+	struct tree_sw s = {.nleaf = pc->nleaf};
+	long *dist = NULL, rem = need;
+	int *used = NULL, i, top = -1, len = 0, rc = -ENOMEM;
+
+	s.n = pc->nleaf + pc->nspine + ncore;
+	s.cnt = calloc((size_t)s.n + 1, sizeof(long));
+	s.parent = malloc(((size_t)s.n + 1) * sizeof(int));
+	s.level = malloc(((size_t)s.n + 1) * sizeof(int));
+	dist = calloc((size_t)pc->nleaf + 1, sizeof(long));
+	used = calloc((size_t)pc->nleaf + 1, sizeof(int));
+	if (!s.cnt || !s.parent || !s.level || !dist || !used)
+		goto out;
+	for (i = 0; i < s.n; i++) {
+		s.parent[i] = -1;
+		s.level[i] = i < pc->nleaf		  ? 0
+			     : i < pc->nleaf + pc->nspine ? 1
+							  : 2;
+	}
+	for (i = 0; i < t->nnodes; i++) {
+		int l = t->nodes[i].group[ISLE_TIER_LEAF];
+		int sp = t->nodes[i].group[ISLE_TIER_SPINE];
+		int co = ncore ? t->nodes[i].group[ISLE_TIER_CORE] : -1;
+
+		if (l < 0 || sp < 0)
+			continue;
+		s.parent[l] = pc->nleaf + sp;
+		if (co >= 0)
+			s.parent[pc->nleaf + sp] = pc->nleaf + pc->nspine + co;
+	}
+	/* the top switch: the highest level that holds the job, last of
+	 * equals; nodes outside it are out of reach */
+	for (i = 0; i < pc->nleaf; i++) {
+		long f = grp_free(&pc->leaf[i], fm);
+
+		s.cnt[i] += f;
+		if (s.parent[i] >= 0) {
+			s.cnt[s.parent[i]] += f;
+			if (s.parent[s.parent[i]] >= 0)
+				s.cnt[s.parent[s.parent[i]]] += f;
+		}
+	}
+	for (i = 0; i < s.n; i++)
+		if (s.cnt[i] >= need && (top < 0 || s.level[i] >= s.level[top]))
+			top = i;
+	rc = -ENOSPC;
+	if (top < 0)
+		goto out;
+	for (i = 0; i < pc->nleaf; i++) {
+		int a = i;
+
+		while (a >= 0 && a != top)
+			a = s.parent[a];
+		if (a < 0) { /* not under the top switch */
+			tree_decrement(&s, i, s.cnt[i]);
+			used[i] = 1;
+		}
+	}
+	/* leafs one at a time (_topo_choose_best_switch) */
+	while (rem > 0) {
+		int best = -1, i_fit;
+
+		for (i = 0; i < pc->nleaf; i++) {
+			int tcs;
+
+			if (used[i])
+				continue;
+			if (best < 0 || dist[i] >= TREE_INF || !s.cnt[i]) {
+				if (s.cnt[i] && dist[i] < TREE_INF)
+					best = i;
+				continue;
+			}
+			tcs = tree_compare(&s, i, best, rem, &i_fit);
+			if ((dist[i] < dist[best] && i_fit) ||
+			    (dist[i] == dist[best] && tcs > 0))
+				best = i;
+		}
+		if (best < 0)
+			goto out;
+		for (i = 0; i < pc->nleaf; i++) {
+			long d = tree_leaf_dist(&s, best, i);
+
+			dist[i] = d >= TREE_INF || dist[i] >= TREE_INF
+				      ? TREE_INF
+				      : dist[i] + d;
+		}
+		used[best] = 1;
+		for (i = 0; i < pc->leaf[best].n; i++)
+			pc->order[len++] = pc->leaf[best].nodes[i];
+		rem -= s.cnt[best];
+		tree_decrement(&s, best, s.cnt[best]);
+	}
+	rc = take_in_order(pc->order, len, fm, need, res);
+out:
+	free(s.cnt);
+	free(s.parent);
+	free(s.level);
+	free(dist);
+	free(used);
+	return rc;
+}
+
+/*
+ * topology/block (eval_nodes_block.c), counted in free GPUs. The block
+ * level comes from the job size alone: ceil(log2(base blocks needed)),
+ * blocks of 2^level consecutive base blocks (islectl emits every power of
+ * two up to the block count in BlockSizes, so no level is skipped and the
+ * llblock limit never applies; a level above the largest is the whole
+ * cluster). Among the blocks of that level with room, the one with the
+ * fewest free GPUs wins, the last of equals; none: the job waits.
+ */
+static int place_block(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
+		       struct isle_place_result *res)
+{
+	int size = 1, a, i, best = -1, len = 0, nbb, *used = NULL;
+	long bf = 0, base = 0, rem = need, *nb = NULL;
+	int rc;
+
+	if (pc->nblock <= 0)
+		return -ENOSPC;
+	/* base block size: the smallest block (BlockSizes' first entry) */
+	for (i = 0; i < pc->nblock; i++) {
+		long c = 0;
+
+		for (int k = 0; k < pc->block[i].n; k++)
+			c += pc->t->nodes[pc->block[i].nodes[k]].ngpus;
+		if (c > 0 && (!base || c < base))
+			base = c;
+	}
+	if (!base)
+		return -ENOSPC;
+	nbb = (int)((need + base - 1) / base);
+	while (size < nbb)
+		size *= 2;
+	for (a = 0; a * size < pc->nblock; a++) {
+		long f = 0;
+
+		for (i = a * size; i < (a + 1) * size && i < pc->nblock; i++)
+			f += grp_free(&pc->block[i], fm);
+		if (f >= need && (best < 0 || f <= bf)) {
+			best = a;
+			bf = f;
+		}
+	}
+	if (best < 0)
+		return -ENOSPC;
+	/* base blocks of the chosen block (_choose_best_bblock): one that
+	 * holds the rest, fewest free first; else the largest; last of
+	 * equals either way */
+	nb = calloc((size_t)size + 1, sizeof(long));
+	used = calloc((size_t)size + 1, sizeof(int));
+	rc = -ENOMEM;
+	if (!nb || !used)
+		goto out;
+	for (i = 0; i < size && best * size + i < pc->nblock; i++)
+		nb[i] = grp_free(&pc->block[best * size + i], fm);
+	while (rem > 0) {
+		int bi = -1, bfit = 0;
+
+		for (i = 0; i < size && best * size + i < pc->nblock; i++) {
+			int fit = nb[i] >= rem;
+
+			if (used[i])
+				continue;
+			if (bi < 0 || (fit && !bfit) ||
+			    (!fit && !bfit && nb[i] >= nb[bi]) ||
+			    (fit && nb[i] <= nb[bi])) {
+				bi = i;
+				bfit = fit;
+			}
+		}
+		rc = -ENOSPC;
+		if (bi < 0 || nb[bi] <= 0)
+			goto out;
+		used[bi] = 1;
+		for (i = 0; i < pc->block[best * size + bi].n; i++)
+			pc->order[len++] = pc->block[best * size + bi].nodes[i];
+		rem -= nb[bi];
+	}
+	rc = take_in_order(pc->order, len, fm, need, res);
+out:
+	free(nb);
+	free(used);
+	return rc;
+}
+
+static int place_random(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
+			struct isle_place_result *res)
+{
+	int n = 0, i;
+
+	for (i = 0; i < pc->t->nnodes; i++)
+		if (fm[i])
+			pc->order[n++] = i;
+	for (i = n - 1; i > 0; i--) {
+		int j = (int)(sim_rng_next(&pc->rng) % (uint64_t)(i + 1));
+		int x = pc->order[i];
+
+		pc->order[i] = pc->order[j];
+		pc->order[j] = x;
+	}
+	return take_in_order(pc->order, n, fm, need, res);
+}
+
+int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
+		     const struct isle_place_req *req,
+		     struct isle_place_result *res)
+{
+	int need = req->gpus, i, rc;
+
+	if (pc->p == SIM_ISLE)
+		return isle_place(pc->eng, fm, NULL, req, res);
+	rc = res_reserve(res, pc->t->nnodes, need);
+	if (rc)
+		return rc;
+	res->reason[0] = '\0';
+	switch (pc->p) {
+	case SIM_LINEAR:
+		for (i = 0; i < pc->t->nnodes; i++)
+			pc->order[i] = i;
+		rc = take_in_order(pc->order, pc->t->nnodes, fm, need, res);
+		break;
+	case SIM_TREE:
+		rc = place_tree(pc, fm, need, res);
+		break;
+	case SIM_BLOCK:
+		rc = place_block(pc, fm, need, res);
+		break;
+	case SIM_RANDOM:
+		rc = place_random(pc, fm, need, res);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	if (rc) {
+		res->nnodes = res->nranks = 0;
+		return rc;
+	}
+	/* nodes ascending, as the engine reports them */
+	for (i = 1; i < res->nnodes; i++) {
+		int n = res->nodes[i], j = i - 1;
+		uint64_t m = res->masks[i];
+
+		while (j >= 0 && res->nodes[j] > n) {
+			res->nodes[j + 1] = res->nodes[j];
+			res->masks[j + 1] = res->masks[j];
+			j--;
+		}
+		res->nodes[j + 1] = n;
+		res->masks[j + 1] = m;
+	}
+	res->tp = req->tp;
+	res->pp = req->pp;
+	res->dp = need / (req->tp * req->pp);
+	return 0;
+}

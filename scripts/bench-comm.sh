@@ -1,0 +1,194 @@
+#!/bin/bash
+# bench-comm: allreduce on an emulated two-tier network (make bench-comm).
+#
+# Each emulated node is a network + UTS namespace with its own hostname. The
+# nodes hang off a bridge in a "switch" namespace through veth pairs whose
+# both directions are rate-limited by tbf, so a node's uplink behaves like a
+# full-duplex NIC of --rate. Ranks on one node talk through shared memory
+# (Open MPI vader: same hostname, same /dev/shm); ranks on different nodes
+# talk TCP through the rate-limited uplink.
+#
+# mpirun runs inside node 0. The other nodes get their orted through a launch
+# agent (plm_rsh_agent) that enters the node's namespaces instead of ssh-ing.
+#
+# Usage: scripts/bench-comm.sh [--nodes N] [--ppn R] [--rate RATE]
+#                              [--max-bytes B] [--algos a,b,...] [--out FILE]
+#   --rate       tc rate of each node uplink, e.g. 1gbit (default), 10gbit
+#   --max-bytes  largest allreduce (default 256 MiB; sizes step by 4x from 4 KiB)
+#   --out        result file (default build/bench/comm.json)
+#
+# Needs root, iproute2 with tbf, Open MPI (mpirun) and the bench_comm binary.
+# Exits 77 with a reason when the machine cannot host the emulation.
+# Every namespace created here is named isle-bench-<pid>-* and removed on exit.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+B=${B:-$here/build}
+BENCH=${ISLE_BENCH_COMM:-$B/bench/bench_comm}
+
+nodes=2
+ppn=4
+rate=1gbit
+mtu=9000
+max_bytes=$((256 << 20))
+algos=mpi_flat,isle_none,isle_bf16,isle_int8,isle_topk
+out=$B/bench/comm.json
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--nodes) nodes=$2; shift 2 ;;
+	--ppn) ppn=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
+	--max-bytes) max_bytes=$2; shift 2 ;;
+	--algos) algos=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench-comm: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+skip() {
+	echo "bench-comm: SKIP: $*" >&2
+	exit 77
+}
+
+[ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
+command -v ip >/dev/null || skip "iproute2 (ip) not installed"
+command -v tc >/dev/null || skip "tc not installed"
+command -v mpirun >/dev/null || skip "Open MPI mpirun not installed"
+command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
+[ -x "$BENCH" ] || skip "$BENCH not built"
+[ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }
+
+prefix=isle-bench-$$
+work=$(mktemp -d /tmp/isle-bench-comm.XXXXXX)
+created=()
+run_timeout=${ISLE_BENCH_RUN_TIMEOUT:-600} # seconds per mpirun
+
+cleanup() {
+	local ns
+	# Whatever still runs inside our namespaces (mpirun, orted, ranks).
+	for ns in "${created[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+node_ns() { echo "$prefix-n$1"; }
+node_ip() { echo "10.231.0.$(($1 + 1))"; }
+subnet=10.231.0.0/24
+
+# --- emulated network -------------------------------------------------------
+netns_add() {
+	ip netns add "$1" || skip "cannot create network namespace $1"
+	created+=("$1")
+	ip -n "$1" link set lo up
+}
+
+echo "bench-comm: namespaces $prefix-*" >&2
+sw=$prefix-sw
+netns_add "$sw"
+ip -n "$sw" link add br0 type bridge
+ip -n "$sw" link set br0 mtu "$mtu" up
+
+tbf() { # NS DEV: rate-limit egress of DEV
+	ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" \
+		burst 512kb latency 20ms ||
+		skip "tc tbf not available (sch_tbf)"
+}
+
+for ((i = 0; i < nodes; i++)); do
+	ns=$(node_ns $i)
+	netns_add "$ns"
+	ip link add eth0 netns "$ns" mtu "$mtu" type veth \
+		peer name "p$i" netns "$sw" mtu "$mtu"
+	ip -n "$sw" link set "p$i" master br0 up
+	ip -n "$ns" addr add "$(node_ip $i)/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	tbf "$ns" eth0   # node -> switch
+	tbf "$sw" "p$i"  # switch -> node
+done
+
+# --- MPI launch across namespaces --------------------------------------------
+agent=$work/agent.sh
+{
+	echo '#!/bin/sh'
+	echo '# plm_rsh_agent: "ssh" into an emulated node = enter its namespaces.'
+	echo 'host=$1; shift'
+	echo 'case $host in'
+	for ((i = 0; i < nodes; i++)); do
+		echo "$(node_ip $i)) ns=$(node_ns $i) ;;"
+	done
+	echo '*) echo "bench-comm agent: unknown host $host" >&2; exit 1 ;;'
+	echo 'esac'
+	echo 'exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $ns; exec $*"'
+} >"$agent"
+chmod +x "$agent"
+
+hostfile=$work/hosts
+for ((i = 0; i < nodes; i++)); do
+	echo "$(node_ip $i) slots=$ppn"
+done >"$hostfile"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+np=$((nodes * ppn))
+plan=$work/plan.json
+
+# run_mpi ARGS...: one mpirun of "bench_comm ARGS" across the emulated nodes.
+# Ranks yield when idle: the host may have fewer cores than ranks.
+run_mpi() {
+	timeout -k 10 "$run_timeout" \
+		ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c \
+		"hostname $(node_ns 0) && exec \"\$@\"" sh \
+		mpirun --hostfile "$hostfile" -np "$np" --map-by "ppr:$ppn:node" \
+		--bind-to none \
+		--mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
+		--mca btl self,vader,tcp \
+		--mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
+		--mca mpi_yield_when_idle 1 \
+		-x ISLE_PLAN="$plan" -x ISLE_COMM_ASYNC=0 \
+		"$BENCH" "$@" &
+	# wait (unlike a foreground job) lets INT/TERM run the cleanup now.
+	wait $!
+}
+
+mkdir -p "$(dirname "$out")"
+probe=$work/probe.json
+echo "bench-comm: probing the link ($nodes nodes x $ppn ranks, uplink $rate)" >&2
+run_mpi probe --ppn "$ppn" >"$probe"
+cat "$probe" >&2
+lat=$(sed -n 's/.*"lat_us": *\([0-9.]*\).*/\1/p' "$probe")
+
+# The plan tells the shim which ranks share a node and what the links cost.
+"$BENCH" plan --nodes "$nodes" --ppn "$ppn" --rate "$rate" \
+	--lat-us "${lat:-50}" >"$plan"
+
+results=$work/results
+: >"$results"
+IFS=, read -ra algo_list <<<"$algos"
+for a in "${algo_list[@]}"; do
+	echo "bench-comm: $a" >&2
+	run_mpi mpi --algo "$a" --max-bytes "$max_bytes" >"$work/$a.out"
+	cat "$work/$a.out" >&2
+	cat "$work/$a.out" >>"$results"
+done
+
+# Proof that the traffic went through the shaped uplinks, not around them.
+shaped=0
+for ((i = 0; i < nodes; i++)); do
+	b=$(ip netns exec "$(node_ns $i)" tc -s qdisc show dev eth0 |
+		sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -1)
+	shaped=$((shaped + ${b:-0}))
+done
+
+# Single-core codec throughput and memcpy, outside the namespaces.
+codecs=$work/codecs
+taskset -c 0 "$BENCH" codecs >"$codecs"
+
+"$BENCH" report --results "$results" --codecs "$codecs" --probe "$probe" \
+	--nodes "$nodes" --ppn "$ppn" --rate "$rate" --mtu "$mtu" \
+	--shaped-bytes "$shaped" --out "$out"
+echo "bench-comm: wrote $out" >&2

@@ -1,0 +1,82 @@
+#!/bin/bash
+# slurm_plugin/bench-slurm.sh OUT.json: the same job sequence under
+# topology/tree, topology/block and topology/isle on the same 16-node
+# GB200-like test cluster (4 GPUs per node, NVLink domains of 4 nodes, leaf
+# switches of 8 nodes), run by `make bench-slurm`.
+#
+# Sequence: 1-node jobs hold n01 (1st node of nvl1) and n08 (4th node of
+# nvl2), then six 2-node --isle-tp=8 jobs, each submitted once the previous
+# one runs. Each TP=8 job is one TP group of 8 GPUs; it is split when its two
+# nodes are in different NVLink domains.
+#
+# Writes {"results":[{"plugin":"tree|block|isle","jobs":N,"tp_groups":M,
+#          "tp_groups_split":K,"leafs_spanned_mean":X}]}
+set -euo pipefail
+
+out=${1:?usage: bench-slurm.sh OUT.json}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=tests/cluster/cluster.sh
+source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
+isle_cluster_require
+isle_pt_require_plugins
+
+NJOBS=${ISLE_BENCH_JOBS:-6}
+work=$(mktemp -d "${TMPDIR:-/tmp}/isle-bench-slurm.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+isle_pt_gb200 "$work" 16 4 8
+isle_pt_plugstack "$work"
+
+# run_one PLUGIN: sets RESULT to one JSON result object. (Not run in $(...):
+# the cluster harness stops its clusters when the shell that started them exits.)
+run_one() {
+	local plugin=$1 j n k jobs=() split=0 leafs_total=0 doms leafs started=0
+	local args=(--nodes 16 --gpus 4 --topology "$plugin" --plugin-dir "$repo/build/slurm"
+		--plugstack "$work/plugstack.conf")
+	case $plugin in
+	tree) args+=(--topo-conf "$work/topology-tree.conf") ;;
+	block) args+=(--topo-conf "$work/topology-block.conf") ;;
+	isle) args+=(--etc-file "$work/isle.json") ;;
+	esac
+	ISLE_CLUSTER_QUIET=1 isle_cluster_start "${args[@]}" >&2 || return 1
+
+	for n in n01 n08; do
+		j=$(sbatch --parsable -N1 -w "$n" --gpus-per-node=4 -o /dev/null --wrap "sleep 600")
+		isle_pt_wait_state "$j" RUNNING 60 || { echo "bench: holder on $n did not start" >&2; return 1; }
+	done
+	for ((k = 0; k < NJOBS; k++)); do
+		j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap "sleep 600")
+		if isle_pt_wait_state "$j" RUNNING 60; then
+			jobs+=("$j")
+			started=$((started + 1))
+		else
+			echo "bench: $plugin: job $j pending: $(squeue -h -j "$j" -o %r)" >&2
+		fi
+	done
+	for j in "${jobs[@]}"; do
+		doms=$(isle_pt_job_nodes "$j" | while read -r n; do awk -v n="$n" '$1 == n { print $2 }' "$work/domains"; done | sort -u | wc -l)
+		leafs=$(isle_pt_job_nodes "$j" | while read -r n; do awk -v n="$n" '$1 == n { print $3 }' "$work/domains"; done | sort -u | wc -l)
+		echo "bench: $plugin: job $j on $(isle_pt_job_nodes "$j" | tr '\n' ' ')($doms domains, $leafs leafs)" >&2
+		[ "$doms" -gt 1 ] && split=$((split + 1))
+		leafs_total=$((leafs_total + leafs))
+	done
+	isle_cluster_stop >&2
+	printf -v RESULT '{"plugin":"%s","jobs":%d,"tp_groups":%d,"tp_groups_split":%d,"leafs_spanned_mean":%s}' \
+		"$plugin" "$started" "$started" "$split" \
+		"$(awk -v t="$leafs_total" -v n="$started" 'BEGIN { printf "%.3f", n ? t / n : 0 }')"
+}
+
+results=()
+for plugin in tree block isle; do
+	run_one "$plugin" || { echo "bench: $plugin run failed" >&2; exit 1; }
+	results+=("$RESULT")
+	echo "bench: $RESULT" >&2
+done
+mkdir -p "$(dirname "$out")"
+{
+	printf '{"results":['
+	(IFS=,; printf '%s' "${results[*]}")
+	printf ']}\n'
+} >"$out"
+cat "$out"

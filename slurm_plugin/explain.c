@@ -1,0 +1,323 @@
+/*
+ * explain.c - `islectl explain JOBID`: print topology/isle's decision record.
+ *
+ * Works for pending, running and finished jobs: the record stays under
+ * StateSaveLocation/isle/ after the job ends.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#include "isle_slurm.h"
+#include "islectl.h"
+
+static const char *_str(json_object *o, const char *key, const char *def)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !v)
+		return def;
+	return json_object_get_string(v);
+}
+
+static double _num(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !v)
+		return 0.0;
+	return json_object_get_double(v);
+}
+
+static json_object *_obj(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+/* "0,1,2,3" as "0-3", "0,1,4,5" as "0-1,4-5". */
+static void _print_gpu_list(FILE *out, json_object *arr)
+{
+	size_t n = json_object_array_length(arr);
+
+	for (size_t i = 0; i < n;) {
+		int first =
+		    json_object_get_int(json_object_array_get_idx(arr, i));
+		int last = first;
+		size_t j = i + 1;
+
+		while (j < n && json_object_get_int(json_object_array_get_idx(
+				    arr, j)) == last + 1) {
+			last++;
+			j++;
+		}
+		fprintf(out, "%s%d", i ? "," : "", first);
+		if (last != first)
+			fprintf(out, "-%d", last);
+		i = j;
+	}
+}
+
+/*
+ * Record strings end up on a terminal: a control character in a node or
+ * island name, a note or the why (a newline, an escape sequence) would
+ * break or garble the line, so text mode prints them as '?'. JSON mode
+ * keeps them (json-c escapes them).
+ */
+static void _sanitize(json_object *o)
+{
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, key, val)
+		{
+			(void)key;
+			_sanitize(val);
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			_sanitize(json_object_array_get_idx(o, i));
+	} else if (json_object_is_type(o, json_type_string)) {
+		const char *v = json_object_get_string(o);
+		size_t len = (size_t)json_object_get_string_len(o), i;
+		char *c;
+
+		for (i = 0; i < len; i++)
+			if (iscntrl((unsigned char)v[i]))
+				break;
+		if (i == len || !(c = malloc(len + 1)))
+			return;
+		for (i = 0; i < len; i++)
+			c[i] = iscntrl((unsigned char)v[i]) ? '?' : v[i];
+		c[len] = '\0';
+		json_object_set_string(o, c);
+		free(c);
+	}
+}
+
+static void _print_text(json_object *rec, FILE *out)
+{
+	json_object *rq = _obj(rec, "request"), *pl = _obj(rec, "placement");
+	json_object *cands = _obj(rec, "candidates"), *per_node, *cost, *ideal;
+
+	fprintf(out, "Job %s: %s\n", _str(rec, "job_id", "?"),
+		_str(rec, "line", ""));
+	fprintf(out, "Cluster file: %s\n", _str(rec, "cluster_file", "?"));
+	if (rq)
+		fprintf(out,
+			"Request:    gpus=%s nodes=%s gpus_per_node=%s tp=%s "
+			"pp=%s mode=%s max_span=%s\n",
+			_str(rq, "gpus", "0"), _str(rq, "nodes", "0"),
+			_str(rq, "gpus_per_node", "0"), _str(rq, "tp", "1"),
+			_str(rq, "pp", "1"), _str(rq, "mode", "?"),
+			_str(rq, "max_span", "?"));
+	if (pl) {
+		fprintf(out, "Placement:  nodes %s;", _str(pl, "nodes", "?"));
+		per_node = _obj(pl, "per_node");
+		for (size_t i = 0;
+		     per_node && i < json_object_array_length(per_node); i++) {
+			json_object *n = json_object_array_get_idx(per_node, i);
+			json_object *g = _obj(n, "gpus");
+
+			fprintf(out, " %s GPUs ", _str(n, "node", "?"));
+			if (g)
+				_print_gpu_list(out, g);
+			fputc(';', out);
+		}
+		fprintf(out,
+			"\n            tp=%s pp=%s dp=%s; %s of %s TP groups "
+			"inside one island; islands %s; leaf groups %s; widest "
+			"tier %s\n",
+			_str(pl, "tp", "?"), _str(pl, "pp", "?"),
+			_str(pl, "dp", "?"), _str(pl, "tp_in_island", "?"),
+			_str(pl, "tp_groups", "?"), _str(pl, "islands", "?"),
+			_str(pl, "leafs", "?"), _str(pl, "span", "?"));
+		cost = _obj(pl, "cost");
+		ideal = _obj(pl, "ideal");
+		fprintf(out,
+			"Cost:       %.1f us (tp %.1f, pp %.1f, dp %.1f); "
+			"empty-cluster optimum %.1f us; ratio %.2fx; "
+			"fragmentation %.3f\n",
+			_num(cost, "total"), _num(cost, "tp"), _num(cost, "pp"),
+			_num(cost, "dp"), _num(ideal, "total"),
+			_num(pl, "cost_ratio"), _num(pl, "frag"));
+	}
+	if (cands && json_object_array_length(cands)) {
+		fprintf(out, "Candidates: %-24s %-8s %12s %8s  %s\n", "scope",
+			"tier", "cost(us)", "frag", "note");
+		for (size_t i = 0; i < json_object_array_length(cands); i++) {
+			json_object *c = json_object_array_get_idx(cands, i);
+			json_object *chosen = _obj(c, "chosen");
+			json_object *feas = _obj(c, "feasible");
+			int ok = feas && json_object_get_boolean(feas);
+
+			fprintf(out, "          %c %-24s %-8s ",
+				chosen && json_object_get_boolean(chosen) ? '*'
+									  : ' ',
+				_str(c, "scope", "?"), _str(c, "tier", "?"));
+			if (ok)
+				fprintf(out, "%12.1f %8.3f", _num(c, "cost"),
+					_num(c, "frag"));
+			else
+				fprintf(out, "%12s %8s", "-", "-");
+			fprintf(out, "  %s\n", _str(c, "note", ""));
+		}
+	}
+	fprintf(out, "Why:        %s\n", _str(rec, "why", "?"));
+}
+
+int isle_explain_print(const char *path, int json, FILE *out, char *err,
+		       size_t errlen)
+{
+	json_object *rec;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	fclose(f);
+	rec = json_object_from_file(path);
+	if (!rec || !json_object_is_type(rec, json_type_object)) {
+		snprintf(err, errlen, "%s: not a valid decision record (%s)",
+			 path,
+			 json_util_get_last_err() ? json_util_get_last_err()
+						  : "not a JSON object");
+		json_object_put(rec);
+		return -EINVAL;
+	}
+	if (json)
+		fprintf(out, "%s\n",
+			json_object_to_json_string_ext(
+			    rec, JSON_C_TO_STRING_PRETTY));
+	else {
+		_sanitize(rec);
+		_print_text(rec, out);
+	}
+	json_object_put(rec);
+	return 0;
+}
+
+/* StateSaveLocation from slurm.conf (last one wins, as in Slurm). */
+static int _state_dir_from_conf(const char *conf, char *dir, size_t len)
+{
+	char line[4096];
+	FILE *f = fopen(conf, "r");
+	int found = 0;
+
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *hash, *end;
+
+		if ((hash = strchr(p, '#')))
+			*hash = '\0';
+		while (isspace((unsigned char)*p))
+			p++;
+		if (strncasecmp(p, "StateSaveLocation", 17))
+			continue;
+		p += 17;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (*p++ != '=')
+			continue;
+		while (isspace((unsigned char)*p))
+			p++;
+		end = p + strcspn(p, " \t\r\n");
+		*end = '\0';
+		if (*p && (size_t)(end - p) < len) {
+			snprintf(dir, len, "%s", p);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static void _usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: islectl explain [--state-dir DIR] [--json] JOBID\n"
+	    "  Prints topology/isle's placement decision for a job: the\n"
+	    "  candidates considered, their scores and why the winner won.\n"
+	    "  DIR: StateSaveLocation (default: $ISLE_STATE_DIR, else from\n"
+	    "  $SLURM_CONF or /etc/slurm/slurm.conf).\n");
+}
+
+/* islectl's subcommand (topology/islectl.h). */
+int isle__cmd_explain(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	char dir[PATH_MAX] = "", path[PATH_MAX + 64], err[PATH_MAX + 128];
+	const char *conf, *env;
+	char *end;
+	unsigned long job_id;
+	int c, json = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			snprintf(dir, sizeof(dir), "%s", optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			_usage(stdout);
+			return 0;
+		default:
+			_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		_usage(stderr);
+		return 2;
+	}
+	errno = 0;
+	job_id = strtoul(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || !job_id ||
+	    job_id > UINT32_MAX) {
+		fprintf(stderr, "islectl explain: invalid job id '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!dir[0] && (env = getenv("ISLE_STATE_DIR")) && *env)
+		snprintf(dir, sizeof(dir), "%s", env);
+	if (!dir[0]) {
+		conf = getenv("SLURM_CONF");
+		if (!conf || !*conf)
+			conf = "/etc/slurm/slurm.conf";
+		if (_state_dir_from_conf(conf, dir, sizeof(dir))) {
+			fprintf(stderr,
+				"islectl explain: no StateSaveLocation in %s; "
+				"use --state-dir\n",
+				conf);
+			return 1;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/isle/job_%lu.json", dir, job_id);
+	if (isle_explain_print(path, json, stdout, err, sizeof(err))) {
+		fprintf(
+		    stderr,
+		    "islectl explain: job %lu: no isle decision record (%s)\n",
+		    job_id, err);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,471 @@
+/*
+ * isle_eval.c - node selection for topology/isle.
+ *
+ * cons_tres has already narrowed node_map to the nodes this job may use
+ * (partition, constraints, reservations, exclusive, node state) and filled
+ * avail_res_array with what each node can give it. The placement engine picks
+ * nodes and GPUs inside that; Slurm's own eval_nodes() then does the
+ * per-node CPU/core/GRES accounting on exactly those nodes, so every other
+ * job option keeps working. Finally the GPU bitmaps of the chosen nodes are
+ * narrowed to the engine's GPUs, so cons_tres binds the job to whole NVLink
+ * islands instead of whatever GPUs happen to come first.
+ *
+ * When the engine has nothing to say (no GPUs requested, nodes outside the
+ * model, required nodes) or cannot place a job in preferred mode, the
+ * callback returns ESLURM_NOT_SUPPORTED and Slurm's default algorithm runs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isle_plugin.h"
+
+#include "slurm/slurm_errno.h"
+#include "src/common/core_array.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/interfaces/gres.h"
+#include "src/plugins/topology/common/eval_nodes.h"
+
+static const char *_env_value(job_record_t *job_ptr, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (uint32_t i = 0; i < job_ptr->spank_job_env_size; i++) {
+		const char *e = job_ptr->spank_job_env[i];
+
+		if (!e)
+			continue;
+		/* slurmctld prefixes every entry with SPANK_ on submit. */
+		if (!strncmp(e, "SPANK_", 6))
+			e += 6;
+		if (!strncmp(e, name, len) && e[len] == '=')
+			return e + len + 1;
+	}
+	return NULL;
+}
+
+static int _env_int(job_record_t *job_ptr, const char *name, int def, int *set)
+{
+	const char *v = _env_value(job_ptr, name);
+	char *end;
+	long n;
+
+	if (!v)
+		return def;
+	n = strtol(v, &end, 10);
+	if (end == v || *end || n < 1 || n > 65536) {
+		error("isle: %pJ: ignoring bad %s=%s", job_ptr, name, v);
+		return def;
+	}
+	*set = 1;
+	return (int)n;
+}
+
+void isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o)
+{
+	const char *v;
+	int parsed;
+
+	o->set = 0;
+	o->tp = _env_int(job_ptr, "ISLE_TP", 1, &o->set);
+	o->pp = _env_int(job_ptr, "ISLE_PP", 1, &o->set);
+	o->mode = ISLE_PLACE_PREFERRED;
+	o->span = ISLE_TIER_CORE;
+	if ((v = _env_value(job_ptr, "ISLE_MODE"))) {
+		parsed = isle_place_mode_parse(v);
+		if (parsed >= 0) {
+			o->mode = parsed;
+			o->set = 1;
+		}
+	}
+	if ((v = _env_value(job_ptr, "ISLE_SPAN"))) {
+		parsed = isle_tier_parse(v);
+		if (parsed >= 0) {
+			o->span = parsed;
+			o->set = 1;
+		}
+	}
+}
+
+static bool _is_gpu(gres_state_t *gs)
+{
+	return gs && gs->plugin_id == gres_get_gpu_plugin_id();
+}
+
+/* Fills the GPU part of req from the job's GRES request; false if the job
+ * asks for no GPUs or in a way the engine does not model. */
+static bool _gpu_request(topology_eval_t *te, struct isle_place_req *req)
+{
+	job_record_t *job_ptr = te->job_ptr;
+	list_itr_t *it;
+	gres_state_t *gs;
+	gres_job_state_t *js = NULL;
+	bool fixed_nodes = te->min_nodes == te->max_nodes;
+
+	if (!job_ptr->gres_list_req)
+		return false;
+	it = list_iterator_create(job_ptr->gres_list_req);
+	while ((gs = list_next(it))) {
+		if (_is_gpu(gs)) {
+			if (js) { /* several GPU types: leave it to Slurm */
+				js = NULL;
+				break;
+			}
+			js = gs->gres_data;
+		}
+	}
+	list_iterator_destroy(it);
+	if (!js)
+		return false;
+
+	if (js->gres_per_node) {
+		req->gpus_per_node = js->gres_per_node;
+		req->nodes = te->min_nodes;
+	} else if (js->gres_per_job) {
+		req->gpus = js->gres_per_job;
+		req->nodes = fixed_nodes ? te->min_nodes : 0;
+	} else if (js->gres_per_task && job_ptr->details->num_tasks) {
+		req->gpus = js->gres_per_task * job_ptr->details->num_tasks;
+		req->nodes = fixed_nodes ? te->min_nodes : 0;
+	} else {
+		return false; /* per-socket requests: Slurm's job */
+	}
+	return true;
+}
+
+/* The GPU sock_gres of a node's availability for this job, or NULL. */
+static sock_gres_t *_node_gpu_sock(avail_res_t *ar)
+{
+	list_itr_t *it;
+	sock_gres_t *sg, *found = NULL;
+
+	if (!ar || !ar->sock_gres_list)
+		return NULL;
+	it = list_iterator_create(ar->sock_gres_list);
+	while ((sg = list_next(it))) {
+		if (_is_gpu(sg->gres_state_job)) {
+			found = sg;
+			break;
+		}
+	}
+	list_iterator_destroy(it);
+	return found;
+}
+
+static void _or_bits(uint64_t *mask, bitstr_t *b, int ngpus)
+{
+	if (!b)
+		return;
+	for (int g = 0; g < ngpus && g < bit_size(b); g++)
+		if (bit_test(b, g))
+			*mask |= 1ULL << g;
+}
+
+/* GPUs of Slurm node i this job could get, as a model-sized mask. */
+static uint64_t _node_free_mask(topology_eval_t *te, int i, int ngpus)
+{
+	node_record_t *node_ptr = node_record_table_ptr[i];
+	avail_res_t *ar = te->avail_res_array[i];
+	sock_gres_t *sg = _node_gpu_sock(ar);
+	gres_node_state_t *ns = sg ? sg->gres_state_node->gres_data : NULL;
+	uint64_t mask = 0, alloc = 0;
+	int n;
+
+	if (sg) {
+		_or_bits(&mask, sg->bits_any_sock, ngpus);
+		for (int s = 0; sg->bits_by_sock && s < sg->sock_cnt; s++)
+			_or_bits(&mask, sg->bits_by_sock[s], ngpus);
+	}
+	/* Without gres.conf Cores= Slurm keeps no per-GPU topology: every
+	 * GPU of the node is a candidate. */
+	if (!mask) {
+		n = ns ? (int)MIN(ns->gres_cnt_avail, (uint64_t)ngpus)
+		       : (ar ? MIN(ar->avail_gpus, ngpus) : 0);
+		mask = (n >= 64) ? ~0ULL : ((1ULL << n) - 1);
+	}
+	if (sg && sg->use_total_gres) /* test_only: the job may wait */
+		return mask;
+	if (IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||
+	    IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr))
+		return 0;
+	if (ns && ns->gres_bit_alloc) {
+		_or_bits(&alloc, ns->gres_bit_alloc, ngpus);
+		mask &= ~alloc;
+	} else if (ns && ns->gres_cnt_alloc) {
+		/* Counted but not placed: keep the lowest free count. */
+		n = __builtin_popcountll(mask) -
+		    (int)MIN(ns->gres_cnt_alloc, (uint64_t)ngpus);
+		while (__builtin_popcountll(mask) > MAX(n, 0))
+			mask &= ~(1ULL << (63 - __builtin_clzll(mask)));
+	}
+	return mask;
+}
+
+static void _narrow_bits(bitstr_t *b, uint64_t keep, uint64_t *cnt,
+			 bitstr_t *alloc, bool use_total)
+{
+	int avail = 0;
+
+	if (!b)
+		return;
+	for (int g = 0; g < bit_size(b); g++) {
+		if (!bit_test(b, g))
+			continue;
+		if (g >= 64 || !((keep >> g) & 1)) {
+			bit_clear(b, g);
+			continue;
+		}
+		if (use_total || !alloc || g >= bit_size(alloc) ||
+		    !bit_test(alloc, g))
+			avail++;
+	}
+	if (cnt)
+		*cnt = MIN(*cnt, (uint64_t)avail);
+}
+
+/*
+ * Narrows the GPUs cons_tres may bind on a chosen node to the engine's
+ * mask, so that a TP group gets a linked set (never 3,4,5,6 for TP=2).
+ */
+static void _restrict_node_gpus(topology_eval_t *te, int i, uint64_t keep)
+{
+	sock_gres_t *sg = _node_gpu_sock(te->avail_res_array[i]);
+	gres_node_state_t *ns;
+	bitstr_t *alloc;
+
+	if (!sg)
+		return;
+	ns = sg->gres_state_node->gres_data;
+	alloc = ns ? ns->gres_bit_alloc : NULL;
+	_narrow_bits(sg->bits_any_sock, keep, &sg->cnt_any_sock, alloc,
+		     sg->use_total_gres);
+	for (int s = 0; sg->bits_by_sock && s < sg->sock_cnt; s++)
+		_narrow_bits(sg->bits_by_sock[s], keep,
+			     sg->cnt_by_sock ? &sg->cnt_by_sock[s] : NULL,
+			     alloc, sg->use_total_gres);
+	sg->total_cnt =
+	    MIN(sg->total_cnt, (uint64_t)__builtin_popcountll(keep));
+}
+
+static void _restrict_gpus(topology_eval_t *te,
+			   const struct isle_place_req *req,
+			   const struct isle_place_result *res)
+{
+	struct isle__ctx *c = &isle__ctx;
+
+	/* Only when every chosen node is in the allocation, so the masks add
+	 * up to exactly the job's GPUs. */
+	for (int k = 0; k < res->nnodes; k++) {
+		int s = c->model2slurm[res->nodes[k]];
+
+		if (s < 0 || !bit_test(te->node_map, s))
+			return;
+		if (req->gpus_per_node &&
+		    __builtin_popcountll(res->masks[k]) < req->gpus_per_node)
+			return;
+	}
+	for (int k = 0; k < res->nnodes; k++)
+		_restrict_node_gpus(te, c->model2slurm[res->nodes[k]],
+				    res->masks[k]);
+}
+
+/* Drops repeats (the engine tries each scope with two fills, which often
+ * agree), keeping the first; returns the new count. */
+static int _dedup_cands(struct isle_place_cand *cands, int ncands)
+{
+	int n = 0;
+
+	for (int i = 0; i < ncands; i++) {
+		int k;
+
+		for (k = 0; k < n; k++)
+			if (cands[k].scope_tier == cands[i].scope_tier &&
+			    cands[k].scope == cands[i].scope &&
+			    cands[k].feasible == cands[i].feasible &&
+			    cands[k].cost == cands[i].cost &&
+			    cands[k].frag == cands[i].frag)
+				break;
+		if (k < n)
+			cands[k].chosen |= cands[i].chosen;
+		else
+			cands[n++] = cands[i];
+	}
+	return n;
+}
+
+/* The candidate the result came from, if the engine did not flag it:
+ * the first feasible one with the same score. */
+static void _mark_winner(struct isle_place_cand *cands, int ncands,
+			 const struct isle_place_result *res)
+{
+	for (int i = 0; i < ncands; i++)
+		if (cands[i].chosen)
+			return;
+	for (int i = 0; i < ncands; i++) {
+		if (cands[i].feasible && cands[i].cost == res->cost.total &&
+		    cands[i].frag == res->frag) {
+			cands[i].chosen = 1;
+			return;
+		}
+	}
+}
+
+static bitstr_t *_result_bitmap(const struct isle_place_result *res)
+{
+	bitstr_t *b = bit_alloc(node_record_count);
+
+	for (int k = 0; k < res->nnodes; k++) {
+		int s = isle__ctx.model2slurm[res->nodes[k]];
+
+		if (s >= 0)
+			bit_set(b, s);
+	}
+	return b;
+}
+
+/*
+ * True if the placement uses GPUs that are busy right now: cons_tres was
+ * testing a future start (backfill, will-run) or a submission, not starting
+ * the job. Those tests run on copies of the node state; this looks at the
+ * live one.
+ */
+static bool _planned(const struct isle_place_result *res)
+{
+	for (int k = 0; k < res->nnodes; k++) {
+		int s = isle__ctx.model2slurm[res->nodes[k]], total;
+
+		if (s < 0 || (res->masks[k] & ~isle__node_free_gpus(s, &total)))
+			return true;
+	}
+	return false;
+}
+
+/* Runs Slurm's own eval_nodes() on the engine's nodes only. */
+static int _eval_on(topology_eval_t *te, bitstr_t *nodes)
+{
+	bitstr_t *orig_map = bit_copy(te->node_map);
+	bitstr_t **orig_core = copy_core_array(te->avail_core);
+	uint32_t orig_max = te->max_nodes;
+	int rc;
+
+	bit_and(te->node_map, nodes);
+	te->max_nodes = MIN(te->max_nodes, (uint32_t)bit_set_count(nodes));
+	/* Slurm's default algorithm, without coming back here. */
+	te->eval_nodes = NULL;
+	rc = eval_nodes(te);
+	te->eval_nodes = isle__eval_nodes;
+	if (rc != SLURM_SUCCESS) {
+		bit_copybits(te->node_map, orig_map);
+		core_array_or(te->avail_core, orig_core);
+		te->max_nodes = orig_max;
+	}
+	FREE_NULL_BITMAP(orig_map);
+	free_core_array(&orig_core);
+	return rc;
+}
+
+int isle__eval_nodes(topology_eval_t *te)
+{
+	struct isle__ctx *c = &isle__ctx;
+	job_record_t *job_ptr = te->job_ptr;
+	struct isle_place_req req;
+	struct isle_place_result res;
+	struct isle__job_opts o;
+	const struct isle_place_cand *engine_cands;
+	struct isle_place_cand *cands = NULL;
+	uint64_t *free_mask = NULL, *eligible = NULL;
+	bitstr_t *chosen = NULL;
+	bitstr_t *req_map = job_ptr->details->req_node_bitmap;
+	const char *what;
+	int ncands = 0, rc, ret = ESLURM_NOT_SUPPORTED;
+
+	if (!c->topo || !c->place)
+		return ESLURM_NOT_SUPPORTED;
+	/* -w with fewer nodes than the job needs: Slurm adds the rest. */
+	if (req_map && (uint32_t)bit_set_count(req_map) < te->min_nodes)
+		return ESLURM_NOT_SUPPORTED;
+
+	isle_place_req_init(&req);
+	isle__job_opts_get(job_ptr, &o);
+	req.tp = o.tp;
+	req.pp = o.pp;
+	req.mode = o.mode;
+	req.max_span = o.span;
+	if (!_gpu_request(te, &req))
+		return ESLURM_NOT_SUPPORTED;
+
+	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
+	eligible = xcalloc((c->topo->nnodes + 63) / 64 + 1, sizeof(uint64_t));
+	for (int i = 0; next_node_bitmap(te->node_map, &i); i++) {
+		int m = (i < c->nslurm) ? c->slurm2model[i] : -1;
+
+		if (m < 0 || (req_map && !bit_test(req_map, i)))
+			continue;
+		free_mask[m] = _node_free_mask(te, i, c->topo->nodes[m].ngpus);
+		if (free_mask[m])
+			eligible[m / 64] |= 1ULL << (m % 64);
+	}
+
+	isle_place_result_init(&res);
+	slurm_mutex_lock(&c->lock);
+	rc = isle_place(c->place, free_mask, eligible, &req, &res);
+	/* Copy: the engine's array only lives until its next call. */
+	engine_cands = isle_place_candidates(c->place, &ncands);
+	if (ncands > 0) {
+		cands = xcalloc(ncands, sizeof(*cands));
+		memcpy(cands, engine_cands, ncands * sizeof(*cands));
+	}
+	slurm_mutex_unlock(&c->lock);
+	if (!rc)
+		_mark_winner(cands, ncands, &res);
+	ncands = _dedup_cands(cands, ncands);
+
+	if (rc) {
+		/* Required mode waits for a placement that keeps TP groups
+		 * whole (or is refused if it can never have one); preferred
+		 * lets Slurm's default algorithm choose. */
+		if (o.mode == ISLE_PLACE_REQUIRED && rc != -ENOMEM)
+			ret = SLURM_ERROR;
+		if (ret != SLURM_ERROR)
+			what = "default selection";
+		else if (rc == -ENOSPC)
+			what = "waiting";
+		else
+			what = "refused";
+		if (rc == -ENOSPC || ret != SLURM_ERROR)
+			debug("isle: %pJ: %s: %s", job_ptr, what, res.reason);
+		else
+			info("isle: %pJ: %s: %s", job_ptr, what, res.reason);
+		isle__decision_none(job_ptr, &req, what, res.reason, cands,
+				    ncands);
+		goto out;
+	}
+
+	chosen = _result_bitmap(&res);
+	if (_eval_on(te, chosen) != SLURM_SUCCESS) {
+		if (o.mode == ISLE_PLACE_REQUIRED)
+			ret = SLURM_ERROR;
+		what = (ret == SLURM_ERROR) ? "waiting" : "default selection";
+		debug("isle: %pJ: %s: Slurm rejected the isle nodes", job_ptr,
+		      what);
+		isle__decision_none(job_ptr, &req, what,
+				    "the isle nodes lack CPUs, memory or other "
+				    "resources this job needs",
+				    cands, ncands);
+		goto out;
+	}
+	_restrict_gpus(te, &req, &res);
+	isle__decision_record(job_ptr, &req, &res, cands, ncands, te->node_map,
+			      _planned(&res));
+	ret = SLURM_SUCCESS;
+out:
+	FREE_NULL_BITMAP(chosen);
+	isle_place_result_fini(&res);
+	xfree(cands);
+	xfree(free_mask);
+	xfree(eligible);
+	return ret;
+}

@@ -1,0 +1,145 @@
+/*
+ * isle_plugin.h - internals of the topology/isle Slurm plugin.
+ *
+ * Layout follows topology/tree:
+ *   topology_isle.c  entry points that src/interfaces/topology.c dlsyms
+ *   isle_records.c   cluster file, Slurm <-> model node maps, topoinfo
+ *   isle_eval.c      eval_nodes: placement engine inside cons_tres's maps
+ *   isle_decision.c  the "isle:" AdminComment line and decision records
+ *
+ * All state lives in one plugin context (isle__ctx). slurmctld calls the
+ * entry points with its own locks held (config write lock for build_config,
+ * job/node locks for eval); ctx.lock only protects the engine context and
+ * the decision cache against concurrent readers such as backfill.
+ *
+ * The plugin is also loaded by scontrol and slurmd (to unpack and print the
+ * topology, and for message routing): code reached there never touches
+ * slurmctld-only symbols.
+ */
+#ifndef ISLE_PLUGIN_H
+#define ISLE_PLUGIN_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "src/common/slurm_xlator.h"
+
+#include "src/common/bitstring.h"
+#include "src/interfaces/topology.h"
+
+#include "isle_place.h"
+#include "isle_topo.h"
+
+#define ISLE_TOPO_PLUGIN_ID 190 /* unused by Slurm's topology plugins */
+#define ISLE_DEFAULT_FILE "isle.json"
+#define ISLE_STATE_SUBDIR "isle"
+#define ISLE_EXPLAIN_MAX 16 /* candidates kept per decision */
+
+/* One group of nodes that names can refer to (get_bitmap, whole_topo). */
+struct isle__group {
+	char *name;
+	bitstr_t *nodes; /* Slurm node indexes */
+};
+
+struct isle__ctx {
+	pthread_mutex_t lock;
+	isle_topo *topo;       /* NULL: fall back to default selection */
+	isle_place_ctx *place; /* engine over topo */
+	char *path;	       /* cluster file in use or last tried */
+	char *load_error;      /* why the last load failed, or NULL */
+	int nslurm;	       /* node_record_count when maps were built */
+	int *slurm2model;      /* [nslurm], -1: node not in the model */
+	int *model2slurm;      /* [topo->nnodes], -1: not a Slurm node */
+	bitstr_t *model_nodes; /* Slurm nodes known to the model */
+	struct isle__group *islands;  /* [topo->nislands] */
+	struct isle__group *racks;    /* [topo->nracks] */
+	struct isle__group *switches; /* [topo->nswitches], nodes below */
+	bitstr_t **domains;	      /* multi-node islands only, ndomains */
+	int ndomains;
+};
+
+extern struct isle__ctx isle__ctx;
+
+/* --- isle_records.c ---------------------------------------------------- */
+
+/* Cluster file path from TopologyParam=IsleFile=PATH, else isle.json
+ * beside slurm.conf. Caller xfree()s. */
+char *isle__records_path(void);
+
+/* (Re)loads the cluster file and rebuilds the node maps. On failure logs
+ * an error naming file and field, keeps no model (default selection) and
+ * returns SLURM_ERROR; slurmctld keeps running either way. */
+int isle__records_load(void);
+
+/* Drops the model and every map. */
+void isle__records_free(void);
+
+/* Free GPUs of a Slurm node as a mask (down/drained: 0). slurmctld only. */
+uint64_t isle__node_free_gpus(int slurm_inx, int *total);
+
+/* topoinfo for scontrol show topology (see topology_isle.c for packing). */
+enum isle__rec_kind {
+	ISLE_REC_SUMMARY = 0,
+	ISLE_REC_RACK,
+	ISLE_REC_ISLAND,
+	ISLE_REC_SWITCH,
+};
+
+struct isle__topo_rec {
+	uint16_t kind;
+	uint16_t level; /* switch level (isle_sw_level) */
+	char *name;
+	char *nodes;	/* hostlist string */
+	char *children; /* switches below, or the error text for SUMMARY */
+	uint32_t gpus;
+	uint32_t free_gpus;
+};
+
+struct isle__topoinfo {
+	uint32_t count;
+	struct isle__topo_rec *recs;
+};
+
+/* Builds a snapshot of the records with current free GPU counts. */
+struct isle__topoinfo *isle__topoinfo_build(void);
+void isle__topoinfo_free(struct isle__topoinfo *ti);
+
+/* --- isle_eval.c ------------------------------------------------------- */
+
+/* The eval_nodes callback cons_tres runs through common_topo_choose_nodes. */
+int isle__eval_nodes(topology_eval_t *topo_eval);
+
+/* Job options carried in the job's SPANK environment. */
+struct isle__job_opts {
+	int tp, pp;
+	isle_place_mode mode;
+	isle_tier span;
+	int set; /* 1 if any SPANK_ISLE_* variable was present */
+};
+
+void isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o);
+
+/* --- isle_decision.c --------------------------------------------------- */
+
+/* Records a placement decision: merges the "isle:" line into the job's
+ * AdminComment and, when it changed, writes the record under
+ * StateSaveLocation/isle/. Candidates may be NULL. planned: the GPUs are
+ * not free now (a backfill or submit-time test), the line says so. */
+void isle__decision_record(job_record_t *job_ptr,
+			   const struct isle_place_req *req,
+			   const struct isle_place_result *res,
+			   const struct isle_place_cand *cands, int ncands,
+			   bitstr_t *node_map, bool planned);
+
+/* Records that isle did not place the job: "isle: WHAT: REASON" in the
+ * AdminComment (what: "waiting" or "default selection") and a record
+ * without placement, so `islectl explain` tells why. */
+void isle__decision_none(job_record_t *job_ptr,
+			 const struct isle_place_req *req, const char *what,
+			 const char *reason,
+			 const struct isle_place_cand *cands, int ncands);
+
+/* Forgets cached decisions (reconfigure). */
+void isle__decision_reset(void);
+
+#endif /* ISLE_PLUGIN_H */

@@ -1,0 +1,339 @@
+/*
+ * spank_job.c - job prolog / epilog (job script context: root, once per node
+ * of the job, in a `slurmstepd spank prolog|epilog` process).
+ *
+ * The prolog runs `isle-agent plan write` for the job's GPUs on this node;
+ * the epilog runs `isle-agent plan remove`. The agent is a separate program
+ * so that a bad cluster file or a crash there costs the job its shim, never
+ * a slurmstepd. Neither callback ever fails: a failing SPANK prolog drains
+ * the node, and a job without a plan simply runs with the shim off (the
+ * agent leaves the reason in the job's run directory and spank_remote.c
+ * prints it to the job's stderr).
+ *
+ * Option callbacks do not run in this context, so the options are read back
+ * from the job's SPANK environment with spank_option_getopt.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+#include "spank_isle.h"
+
+/* The agent reads one JSON file and writes three small ones. */
+#define AGENT_TIMEOUT_S 60
+#define DEFAULT_AGENT "/usr/local/bin/isle-agent"
+#define DEFAULT_RUNDIR "/run/isle"
+
+/* Fills st->user and st->job from the job's SPANK environment. */
+static int _load_options(spank_t sp, struct isle__spank_state *st)
+{
+	static const char *const names[ISLE_OPT_COUNT] = {
+	    [ISLE_OPT_TP] = "isle-tp",
+	    [ISLE_OPT_PP] = "isle-pp",
+	    [ISLE_OPT_MODE] = "isle-mode",
+	    [ISLE_OPT_SPAN] = "isle-span",
+	    [ISLE_OPT_COMPRESS] = "isle-compress",
+	    [ISLE_OPT_SHIM] = "isle-shim",
+	};
+	char err[256];
+
+	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
+		struct spank_option o = {
+		    .name = (char *)names[opt], .has_arg = 1, .val = opt};
+		char *val = NULL;
+
+		if (spank_option_getopt(sp, &o, &val) != ESPANK_SUCCESS || !val)
+			continue;
+		if (isle__spank_opt_parse(&st->user, opt, val, err,
+					  sizeof(err))) {
+			slurm_error("isle: %s", err);
+			return -1;
+		}
+	}
+	if (isle__spank_resolve(&st->policy, &st->user, &st->job, err,
+				sizeof(err))) {
+		slurm_error("isle: %s", err);
+		return -1;
+	}
+	st->resolved = 1;
+	return 0;
+}
+
+int isle__spank_rundir(const struct isle__spank_policy *p, const char *node,
+		       char *buf, size_t len)
+{
+	const char *s = p->rundir[0] ? p->rundir : DEFAULT_RUNDIR;
+	size_t o = 0;
+
+	for (; *s; s++) {
+		const char *add = NULL;
+		char one[2] = {*s, '\0'};
+
+		if (s[0] == '%' && s[1] == 'n') {
+			if (!node || !*node || strchr(node, '/'))
+				return -EINVAL;
+			add = node;
+			s++;
+		} else {
+			add = one;
+		}
+		if (o + strlen(add) >= len)
+			return -ENAMETOOLONG;
+		memcpy(buf + o, add, strlen(add));
+		o += strlen(add);
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+/* The cluster file: the admin's, else isle.json beside slurm.conf (where
+ * topology/isle looks by default). */
+static int _cluster_path(const struct isle__spank_policy *p, char *buf,
+			 size_t len)
+{
+	const char *conf = getenv("SLURM_CONF");
+	const char *slash = conf ? strrchr(conf, '/') : NULL;
+	int n;
+
+	if (p->cluster_path[0])
+		n = snprintf(buf, len, "%s", p->cluster_path);
+	else if (slash)
+		n = snprintf(buf, len, "%.*s/isle.json", (int)(slash - conf),
+			     conf);
+	else
+		n = snprintf(buf, len, "/etc/slurm/isle.json");
+	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/* Logs each line the agent wrote to stderr through Slurm's log. */
+static void _log_lines(char *buf, size_t *used, int flush)
+{
+	char *nl, *s = buf;
+
+	while ((nl = memchr(s, '\n', *used - (s - buf)))) {
+		*nl = '\0';
+		if (*s)
+			slurm_info("isle: %s", s);
+		s = nl + 1;
+	}
+	*used -= s - buf;
+	memmove(buf, s, *used);
+	if (flush && *used) {
+		buf[*used] = '\0';
+		slurm_info("isle: %s", buf);
+		*used = 0;
+	}
+}
+
+/*
+ * Runs the agent (argv[0] is its absolute path) with a clean environment,
+ * logging its stderr, and waits at most AGENT_TIMEOUT_S. Returns its exit
+ * status, or -1 if it could not run or was killed.
+ */
+static int _run_agent(char *const argv[])
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+				     NULL};
+	char buf[1024];
+	size_t used = 0;
+	time_t deadline = time(NULL) + AGENT_TIMEOUT_S;
+	int pfd[2], status = 0;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+		}
+		dup2(pfd[1], STDERR_FILENO);
+		/* slurmstepd's own descriptors are none of the agent's
+		 * business. */
+		close_range(3, ~0U, 0);
+		execve(argv[0], argv, envp);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		int left = (int)(deadline - time(NULL));
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, left * 1000) == 0) {
+			slurm_error("isle: %s timed out after %d s; killed",
+				    argv[0], AGENT_TIMEOUT_S);
+			kill(pid, SIGKILL);
+			break;
+		}
+		n = read(pfd[0], buf + used, sizeof(buf) - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += n;
+		_log_lines(buf, &used, used == sizeof(buf) - 1);
+	}
+	_log_lines(buf, &used, 1);
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char *_agent(const struct isle__spank_policy *p)
+{
+	return p->agent_path[0] ? p->agent_path : DEFAULT_AGENT;
+}
+
+int isle__spank_plans_enabled(const struct isle__spank_policy *p)
+{
+	return p->agent_path[0] || !access(DEFAULT_AGENT, X_OK);
+}
+
+/*
+ * The codec for the network levels: the user's --isle-compress, else the
+ * admin's default_compress when it is not "none"; NULL leaves the choice to
+ * the per-tier codec_policy.
+ */
+static const char *_compress(const struct isle__spank_state *st, char *buf,
+			     size_t len)
+{
+	if ((st->user.set & (1u << ISLE_OPT_COMPRESS)) ||
+	    st->job.codec != ISLE_CODEC_NONE)
+		return isle__spank_opt_value(&st->job, ISLE_OPT_COMPRESS, buf,
+					     len);
+	return NULL;
+}
+
+int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	const char *nodes = getenv("SLURM_JOB_NODELIST");
+	const char *gpus = getenv("SLURM_JOB_GPUS");
+	char rundir[512], cluster[512], jobid[16], uid[16], codec[64];
+	char *argv[32];
+	uint32_t job_id = 0;
+	uid_t job_uid = 0;
+	int ac = 0, rc;
+
+	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS) {
+		slurm_error("isle: prolog: no job id or uid; no plan");
+		return 0;
+	}
+	if (_load_options(sp, st)) {
+		slurm_error("isle: job %u: options unreadable; no plan",
+			    job_id);
+		return 0;
+	}
+	if (st->job.shim == ISLE_SHIM_OFF ||
+	    !isle__spank_plans_enabled(&st->policy))
+		return 0;
+	/* Not a GPU job here: nothing to plan, and no message either. */
+	if (!gpus || !*gpus || !nodes || !*nodes)
+		return 0;
+	if (!node ||
+	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)) ||
+	    _cluster_path(&st->policy, cluster, sizeof(cluster))) {
+		slurm_error("isle: job %u: bad rundir= or cluster= in "
+			    "plugstack.conf, or no SLURMD_NODENAME; no plan",
+			    job_id);
+		return 0;
+	}
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)job_uid);
+
+	argv[ac++] = (char *)_agent(&st->policy);
+	argv[ac++] = "plan";
+	argv[ac++] = "write";
+	argv[ac++] = "--job";
+	argv[ac++] = jobid;
+	argv[ac++] = "--nodes";
+	argv[ac++] = (char *)nodes;
+	argv[ac++] = "--gpus-per-node";
+	argv[ac++] = (char *)gpus;
+	argv[ac++] = "--node";
+	argv[ac++] = (char *)node;
+	argv[ac++] = "--cluster";
+	argv[ac++] = cluster;
+	argv[ac++] = "--rundir";
+	argv[ac++] = rundir;
+	argv[ac++] = "--uid";
+	argv[ac++] = uid;
+	if (_compress(st, codec, sizeof(codec))) {
+		argv[ac++] = "--compress";
+		argv[ac++] = codec;
+	}
+	if (st->policy.codec_policy[0]) {
+		argv[ac++] = "--policy";
+		argv[ac++] = (char *)st->policy.codec_policy;
+	}
+	argv[ac] = NULL;
+
+	rc = _run_agent(argv);
+	if (rc == 0)
+		slurm_verbose("isle: job %u: plan in %s/%u", job_id, rundir,
+			      job_id);
+	else if (rc == 1) /* the reason is in the run dir for the job */
+		slurm_info("isle: job %u: no plan on %s; the job runs without "
+			   "the shim",
+			   job_id, node);
+	else
+		slurm_error("isle: job %u: %s plan write failed (status %d); "
+			    "the job runs without the shim",
+			    job_id, argv[0], rc);
+	return 0;
+}
+
+int isle__spank_job_epilog(spank_t sp, struct isle__spank_state *st)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	char rundir[512], jobid[16];
+	uint32_t job_id = 0;
+	char *argv[8];
+	int rc;
+
+	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
+		return 0;
+	/* The prolog planned GPU jobs only. Whatever the options say now,
+	 * clean up: it may have run with other ones (a requeued job). */
+	if (!getenv("SLURM_JOB_GPUS") || !node ||
+	    !isle__spank_plans_enabled(&st->policy) ||
+	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)))
+		return 0;
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
+	argv[0] = (char *)_agent(&st->policy);
+	argv[1] = "plan";
+	argv[2] = "remove";
+	argv[3] = "--job";
+	argv[4] = jobid;
+	argv[5] = "--rundir";
+	argv[6] = rundir;
+	argv[7] = NULL;
+	rc = _run_agent(argv);
+	if (rc)
+		slurm_error("isle: job %u: %s plan remove failed (status %d)",
+			    job_id, argv[0], rc);
+	return 0;
+}

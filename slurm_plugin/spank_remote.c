@@ -1,0 +1,335 @@
+/*
+ * spank_remote.c - slurmstepd (remote context): the per-task environment.
+ *
+ * task_init runs in each task after it became the job's user and before it
+ * execs, with stdout/stderr already the task's. From the job's run
+ * directory (<rundir>/<jobid>/, written by the prolog, see spank_job.c) it
+ * sets:
+ *   ISLE_PLAN        <dir>/plan.json
+ *   NCCL_TOPO_FILE   <dir>/nccl-topo.xml        (unless the job set it)
+ *   NCCL_*           the lines of <dir>/nccl.env (unless the job set them)
+ *   LD_PRELOAD       + the admin's shim library, after the job's own
+ *                    entries (steps of two tasks or more)
+ * in srun steps that run one task per GPU of the job (the plan's ranks).
+ * The batch script is no rank and gets none of it.
+ * --isle-shim=off turns all of it off. Without a plan (the agent failed,
+ * or never ran) the task runs unchanged and task 0 of each step prints why
+ * to the job's stderr. Reading the files as the user is the permission
+ * check: only the job's user can.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "spank_isle.h"
+
+#define PLAN_FILE "plan.json"
+#define NCCL_XML_FILE "nccl-topo.xml"
+#define NCCL_ENV_FILE "nccl.env"
+#define ERROR_FILE "error"
+#define MAX_SMALL_FILE 65536
+
+int isle__spank_remote_post_opt(spank_t sp, struct isle__spank_state *st)
+{
+	char err[256];
+
+	if (isle__spank_resolve(&st->policy, &st->user, &st->job, err,
+				sizeof(err))) {
+		slurm_error("isle: %s", err);
+		return -1;
+	}
+	st->resolved = 1;
+	return 0;
+}
+
+/* Every task of an isle job sees its options as ISLE_* variables. */
+static int _export_options(spank_t sp, const struct isle__spank_state *st)
+{
+	char buf[64];
+
+	if (!st->user.set)
+		return 0;
+	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
+		const char *val =
+		    isle__spank_opt_value(&st->job, opt, buf, sizeof(buf));
+
+		if (spank_setenv(sp, isle__spank_opt_env(opt), val, 1) !=
+		    ESPANK_SUCCESS) {
+			slurm_error(
+			    "isle: cannot set %s in the task environment",
+			    isle__spank_opt_env(opt));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Reads a small file of the run dir into a new string; NULL if absent. */
+static char *_slurp(const char *dir, const char *name)
+{
+	char path[1024], *buf = NULL;
+	ssize_t n, got = 0;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return NULL;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(MAX_SMALL_FILE + 1);
+	while (buf && got < MAX_SMALL_FILE &&
+	       (n = read(fd, buf + got, MAX_SMALL_FILE - got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		got += n;
+	}
+	close(fd);
+	if (buf)
+		buf[got] = '\0';
+	return buf;
+}
+
+/* Sets NAME=VALUE lines of nccl.env that the job did not set itself. */
+static void _export_nccl_env(spank_t sp, char *text)
+{
+	char *save = NULL;
+
+	for (char *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (line[0] == '#' || !eq || strncmp(line, "NCCL_", 5))
+			continue;
+		*eq = '\0';
+		/* Existing values win: spank_setenv(overwrite = 0). */
+		spank_setenv(sp, line, eq + 1, 0);
+	}
+}
+
+/* Appends the shim to LD_PRELOAD, keeping the job's entries first. Returns
+ * 0, or -1 when the job's LD_PRELOAD is too long to extend safely. */
+static int _preload_shim(spank_t sp, const char *shim)
+{
+	char cur[4096], next[8192];
+	const char *p;
+	size_t n = strlen(shim);
+	spank_err_t rc = spank_getenv(sp, "LD_PRELOAD", cur, sizeof(cur));
+
+	if (rc == ESPANK_ENV_NOEXIST)
+		cur[0] = '\0';
+	else if (rc != ESPANK_SUCCESS)
+		return -1;
+	/* Already there (an inner srun inherits the outer step's env). */
+	for (p = cur; (p = strstr(p, shim)); p += n)
+		if ((p == cur || p[-1] == ':' || p[-1] == ' ') &&
+		    (p[n] == '\0' || p[n] == ':' || p[n] == ' '))
+			return 0;
+	snprintf(next, sizeof(next), "%s%s%s", cur, cur[0] ? ":" : "", shim);
+	return spank_setenv(sp, "LD_PRELOAD", next, 1) == ESPANK_SUCCESS ? 0
+									 : -1;
+}
+
+/* Entries of a comma list ("0,1,3"); 0 for NULL or "". */
+static int _count_list(const char *s)
+{
+	int n = (s && *s) ? 1 : 0;
+
+	for (; s && *s; s++)
+		n += *s == ',';
+	return n;
+}
+
+/* Tasks per node when every node of the step runs the same number
+ * (SLURM_STEP_TASKS_PER_NODE: "4(x2)", "4,4"), else -1. */
+static long _uniform_tasks(const char *s)
+{
+	long k = -1;
+
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v <= 0 || (k >= 0 && v != k))
+			return -1;
+		k = v;
+		s = end;
+		if (*s == '(' && !(s = strchr(s, ')'))) /* "(xN)": repeats */
+			return -1;
+		if (*s == ')')
+			s++;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -1;
+	}
+	return k;
+}
+
+/*
+ * 1 if the step runs one task per granted GPU on every node of the job, in
+ * block distribution: the rank layout the plan describes (the prolog wrote
+ * it for every node with this node's GPU count). Every task of a step
+ * decides alike, so the shim is on in all ranks or in none. Any other step gets
+ * no plan, since the shim rejects a plan whose rank count differs from
+ * MPI_COMM_WORLD's.
+ */
+static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
+			      size_t len)
+{
+	char buf[256];
+	uint32_t nnodes = 0, local = 0;
+	long job_nodes;
+	int gpus;
+
+	if (spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) !=
+		ESPANK_SUCCESS ||
+	    spank_getenv(sp, "SLURM_JOB_NUM_NODES", buf, sizeof(buf)) !=
+		ESPANK_SUCCESS)
+		return 0;
+	job_nodes = strtol(buf, NULL, 10);
+	if (spank_getenv(sp, "SLURM_STEP_GPUS", buf, sizeof(buf)) !=
+		ESPANK_SUCCESS &&
+	    spank_getenv(sp, "SLURM_JOB_GPUS", buf, sizeof(buf)) !=
+		ESPANK_SUCCESS)
+		buf[0] = '\0';
+	gpus = _count_list(buf);
+	/* Ranks fill nodes in order only with block distribution (the
+	 * default; "block:cyclic" only changes CPU binding in a node). */
+	if (spank_getenv(sp, "SLURM_DISTRIBUTION", buf, sizeof(buf)) ==
+		ESPANK_SUCCESS &&
+	    strncmp(buf, "block", 5) && strcmp(buf, "unknown")) {
+		snprintf(why, len,
+			 "--distribution=%s: the plan's ranks fill nodes in "
+			 "order (block)",
+			 buf);
+		return 0;
+	}
+	/* The step's layout is the same on every node; a node whose GPU
+	 * count differs from it fails below (uneven --gpus, docs/admin.md). */
+	if (spank_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof(buf)) !=
+		ESPANK_SUCCESS ||
+	    _uniform_tasks(buf) < 0) {
+		snprintf(why, len,
+			 "the step's nodes run different numbers of tasks");
+		return 0;
+	}
+	if (gpus > 0 && (long)nnodes == job_nodes && (int)local == gpus &&
+	    (long)ntasks == job_nodes * gpus)
+		return 1;
+	snprintf(why, len,
+		 "this step runs %u tasks on %u nodes; the plan has one rank "
+		 "per GPU (%ld nodes x %d GPUs)",
+		 ntasks, nnodes, job_nodes, gpus);
+	return 0;
+}
+
+/* One line on the task's stderr: the job's output shows why. */
+static void _say_shim_off(uint32_t job_id, const char *node, const char *why)
+{
+	size_t n = strcspn(why, "\n");
+
+	fprintf(stderr, "isle: shim off for job %u on %s: %.*s\n", job_id, node,
+		(int)n, why);
+	fflush(stderr);
+}
+
+int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
+{
+	char node[256], rundir[512], dir[600], path[700], why[256];
+	uint32_t job_id = 0, step_id = 0, ntasks = 0;
+	int task_id = -1;
+	char *text;
+
+	if (!st->resolved)
+		return 0;
+	if (_export_options(sp, st))
+		return -1;
+	if (st->job.shim == ISLE_SHIM_OFF ||
+	    !isle__spank_plans_enabled(&st->policy))
+		return 0;
+	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_ID, &task_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) !=
+		ESPANK_SUCCESS)
+		return 0;
+	if (step_id == SLURM_EXTERN_CONT)
+		return 0;
+	/* Jobs with no GPU on this node get no plan, by design. */
+	if ((spank_getenv(sp, "SLURM_JOB_GPUS", path, sizeof(path)) !=
+		 ESPANK_SUCCESS ||
+	     !path[0]) &&
+	    (spank_getenv(sp, "SLURM_STEP_GPUS", path, sizeof(path)) !=
+		 ESPANK_SUCCESS ||
+	     !path[0]))
+		return 0;
+	if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) !=
+		ESPANK_SUCCESS ||
+	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/%u", rundir, job_id);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, PLAN_FILE);
+	if (access(path, R_OK)) {
+		if (task_id != 0)
+			return 0;
+		text = _slurp(dir, ERROR_FILE);
+		if (text) {
+			_say_shim_off(job_id, node, text);
+			free(text);
+		} else {
+			snprintf(path, sizeof(path),
+				 "no plan in %s (the job prolog did not write "
+				 "one: see the slurmd log)",
+				 dir);
+			_say_shim_off(job_id, node, path);
+		}
+		return 0;
+	}
+	/* The batch script is no rank: its srun steps get their own
+	 * settings, and nothing leaks into steps run with --isle-shim=off. */
+	if (step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP)
+		return 0;
+	if (!_step_matches_plan(sp, ntasks, why, sizeof(why))) {
+		if (task_id == 0 && st->user.set && ntasks > 1)
+			_say_shim_off(job_id, node, why);
+		return 0;
+	}
+	spank_setenv(sp, "ISLE_PLAN", path, 1);
+	snprintf(path, sizeof(path), "%s/%s", dir, NCCL_XML_FILE);
+	if (!access(path, R_OK))
+		spank_setenv(sp, "NCCL_TOPO_FILE", path, 0);
+	text = _slurp(dir, NCCL_ENV_FILE);
+	if (text) {
+		_export_nccl_env(sp, text);
+		free(text);
+	}
+	/* A single task has nobody to reduce with. */
+	if (!st->policy.shim_path[0] || ntasks < 2)
+		return 0;
+	if (access(st->policy.shim_path, R_OK)) {
+		if (task_id == 0)
+			_say_shim_off(job_id, node,
+				      "the shim library configured in "
+				      "plugstack.conf is missing on this node");
+		return 0;
+	}
+	if (_preload_shim(sp, st->policy.shim_path) && task_id == 0)
+		_say_shim_off(job_id, node,
+			      "LD_PRELOAD is too long to add the shim to");
+	return 0;
+}

@@ -1,0 +1,166 @@
+# shellcheck shell=bash
+# slurm_plugin/testlib.sh: helpers for the topology/isle integration tests
+# (tests/integration/30-slurm-isle-*.sh) and `make bench-slurm`.
+#
+#   isle_pt_gb200 DIR NODES DOMAIN LEAF   GB200-like: 4 GPUs per node, NVLink
+#       domains of DOMAIN nodes, leaf switches of LEAF nodes under one spine.
+#       Writes DIR/isle.json, DIR/topology-tree.conf, DIR/topology-block.conf
+#       and DIR/domains (one "node domain leaf" line per node).
+#   isle_pt_pcie DIR NODES [nolinks]      8 GPUs per node, NVLink pairs
+#       (0,1) (2,3) (4,5) (6,7), one leaf: DIR/isle.json, and DIR/gres.conf
+#       with one line per GPU with Cores= (without it slurmctld keeps no
+#       per-GPU topology and picks GPUs by count only) and, unless nolinks,
+#       Links= (Slurm's own NVLink-aware pick).
+#   isle_pt_plugstack DIR [ARGS]          DIR/plugstack.conf loading
+#       build/slurm/spank_isle.so with ARGS.
+#   isle_pt_job_nodes JOBID               the job's nodes, one per line.
+#   isle_pt_gres_idx JOBID                "node idxlist" per node (scontrol -d).
+#   isle_pt_expand LIST                   "0-2,5" -> "0 1 2 5"
+#   isle_pt_require_plugins               exit 77 unless both .so are built.
+
+ISLE_PT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ISLE_PT_PLUGINS=$ISLE_PT_REPO/build/slurm
+
+isle_pt_require_plugins() {
+	local f
+	for f in topology_isle.so spank_isle.so; do
+		if [ ! -f "$ISLE_PT_PLUGINS/$f" ]; then
+			echo "SKIP: $ISLE_PT_PLUGINS/$f not built (make)"
+			exit 77
+		fi
+	done
+}
+
+isle__pt_name() { printf 'n%02d' "$1"; }
+
+isle_pt_gb200() {
+	local dir=$1 nodes=$2 dsize=$3 lsize=$4 i d l first last sep
+	local ndom=$(((nodes + dsize - 1) / dsize)) nleaf=$(((nodes + lsize - 1) / lsize))
+	mkdir -p "$dir"
+	: >"$dir/domains"
+	{
+		printf '{\n  "version": 1,\n  "name": "gb200-test",\n  "nodes": [\n'
+		for ((i = 1; i <= nodes; i++)); do
+			sep=$([ "$i" -lt "$nodes" ] && echo , || true)
+			printf '    {"name": "%s", "gpus": 4, "rack": "rack%d"}%s\n' \
+				"$(isle__pt_name "$i")" $(((i - 1) / lsize + 1)) "$sep"
+			printf '%s nvl%d leaf%d\n' "$(isle__pt_name "$i")" \
+				$(((i - 1) / dsize + 1)) $(((i - 1) / lsize + 1)) >>"$dir/domains"
+		done
+		printf '  ],\n  "domains": [\n'
+		for ((d = 1; d <= ndom; d++)); do
+			first=$(((d - 1) * dsize + 1)) last=$((d * dsize))
+			((last > nodes)) && last=$nodes
+			sep=$([ "$d" -lt "$ndom" ] && echo , || true)
+			printf '    {"name": "nvl%d", "nodes": ["n[%02d-%02d]"]}%s\n' "$d" "$first" "$last" "$sep"
+		done
+		printf '  ],\n  "switches": [\n'
+		for ((l = 1; l <= nleaf; l++)); do
+			first=$(((l - 1) * lsize + 1)) last=$((l * lsize))
+			((last > nodes)) && last=$nodes
+			printf '    {"name": "leaf%d", "level": "leaf", "nodes": ["n[%02d-%02d]"]},\n' "$l" "$first" "$last"
+		done
+		printf '    {"name": "spine1", "level": "spine", "switches": ['
+		for ((l = 1; l <= nleaf; l++)); do
+			printf '"leaf%d"%s' "$l" "$([ "$l" -lt "$nleaf" ] && echo , || true)"
+		done
+		printf ']}\n  ]\n}\n'
+	} >"$dir/isle.json"
+	{
+		for ((l = 1; l <= nleaf; l++)); do
+			first=$(((l - 1) * lsize + 1)) last=$((l * lsize))
+			((last > nodes)) && last=$nodes
+			printf 'SwitchName=leaf%d Nodes=n[%02d-%02d]\n' "$l" "$first" "$last"
+		done
+		printf 'SwitchName=spine1 Switches=leaf[1-%d]\n' "$nleaf"
+	} >"$dir/topology-tree.conf"
+	{
+		for ((d = 1; d <= ndom; d++)); do
+			first=$(((d - 1) * dsize + 1)) last=$((d * dsize))
+			((last > nodes)) && last=$nodes
+			printf 'BlockName=nvl%d Nodes=n[%02d-%02d]\n' "$d" "$first" "$last"
+		done
+		printf 'BlockSizes=%d\n' "$dsize"
+	} >"$dir/topology-block.conf"
+}
+
+isle_pt_pcie() {
+	local dir=$1 nodes=$2 nolinks=${3:-} i sep
+	mkdir -p "$dir"
+	{
+		printf '{\n  "version": 1,\n  "name": "pcie-pairs",\n  "nodes": [\n'
+		for ((i = 1; i <= nodes; i++)); do
+			sep=$([ "$i" -lt "$nodes" ] && echo , || true)
+			printf '    {"name": "%s", "gpus": 8, "nvlinks": [[0,1,4],[2,3,4],[4,5,4],[6,7,4]]}%s\n' \
+				"$(isle__pt_name "$i")" "$sep"
+		done
+		printf '  ],\n  "switches": [{"name": "leaf1", "level": "leaf", "nodes": ["n[01-%02d]"]}]\n}\n' "$nodes"
+	} >"$dir/isle.json"
+	local g h links line
+	{
+		echo "AutoDetect=off"
+		for ((g = 0; g < 8; g++)); do
+			links=""
+			for ((h = 0; h < 8; h++)); do
+				if ((h == g)); then links+="-1"
+				elif ((h / 2 == g / 2)); then links+="4"
+				else links+="0"; fi
+				((h < 7)) && links+=","
+			done
+			line="NodeName=@NODES@ Name=gpu File=@DEVDIR@/nvidia$g Cores=0-15"
+			[ -n "$nolinks" ] || line+=" Links=$links"
+			echo "$line"
+		done
+	} >"$dir/gres.conf"
+}
+
+isle_pt_plugstack() {
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	echo "required $ISLE_PT_PLUGINS/spank_isle.so $*" >"$dir/plugstack.conf"
+}
+
+isle_pt_job_nodes() {
+	local nl
+	nl=$(scontrol -o show job "$1" | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)
+	[ -n "$nl" ] && [ "$nl" != "(null)" ] && scontrol show hostnames "$nl"
+}
+
+isle_pt_gres_idx() {
+	scontrol -d show job "$1" | awk '
+		/^[[:space:]]+Nodes=/ {
+			node = ""; idx = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^Nodes=/) node = substr($i, 7)
+				if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
+					idx = substr($i, RSTART + 4, RLENGTH - 4)
+			}
+			if (node != "") print node, idx
+		}'
+}
+
+isle_pt_expand() {
+	local part parts out=() a b i
+	IFS=, read -r -a parts <<<"$1"
+	for part in "${parts[@]}"; do
+		if [[ $part == *-* ]]; then
+			a=${part%-*} b=${part#*-}
+			for ((i = a; i <= b; i++)); do out+=("$i"); done
+		else
+			out+=("$part")
+		fi
+	done
+	echo "${out[*]}"
+}
+
+# isle_pt_wait_state JOBID STATE TIMEOUT: wait until the job is in STATE.
+isle_pt_wait_state() {
+	local j=$1 want=$2 t=${3:-60} s
+	for ((i = 0; i < t * 4; i++)); do
+		s=$(squeue -h -j "$j" -o %T 2>/dev/null)
+		[ "$s" = "$want" ] && return 0
+		sleep 0.25
+	done
+	return 1
+}

@@ -1,0 +1,355 @@
+/*
+ * topology_isle.c - topology/isle: Slurm 24.11 topology plugin entry points.
+ *
+ * Defines every symbol src/interfaces/topology.c dlsyms. Node selection is in
+ * isle_eval.c; the cluster file and node maps in isle_records.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "isle_plugin.h"
+
+#include "slurm/slurm_errno.h"
+#include "src/common/hostlist.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/pack.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/plugins/topology/common/common_topo.h"
+
+#define ISLE_EXPORT __attribute__((visibility("default")))
+
+ISLE_EXPORT const char plugin_name[] = "topology isle plugin";
+ISLE_EXPORT const char plugin_type[] = "topology/isle";
+ISLE_EXPORT const uint32_t plugin_id = ISLE_TOPO_PLUGIN_ID;
+ISLE_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+ISLE_EXPORT int init(void)
+{
+	verbose("%s loaded", plugin_name);
+	return SLURM_SUCCESS;
+}
+
+ISLE_EXPORT int fini(void)
+{
+	slurm_mutex_lock(&isle__ctx.lock);
+	isle__records_free();
+	xfree(isle__ctx.path);
+	xfree(isle__ctx.load_error);
+	slurm_mutex_unlock(&isle__ctx.lock);
+	isle__decision_reset();
+	return SLURM_SUCCESS;
+}
+
+/* Startup and every scontrol reconfigure: reload the cluster file. A bad
+ * file is logged and selection falls back to Slurm's default. */
+ISLE_EXPORT int topology_p_build_config(void)
+{
+	if (!running_in_slurmctld())
+		return SLURM_SUCCESS;
+	isle__decision_reset();
+	(void)isle__records_load();
+	return SLURM_SUCCESS;
+}
+
+/*
+ * Like topology/tree, isle takes the place of Slurm's consecutive best-fit
+ * but not of the policies that outrank it (--spread-job, LLN partitions,
+ * pack_serial_at_end, busy-node preference): trump_others stays false.
+ */
+ISLE_EXPORT int topology_p_eval_nodes(topology_eval_t *topo_eval)
+{
+	topo_eval->trump_others = false;
+	if (isle__ctx.topo &&
+	    bit_overlap_any(isle__ctx.model_nodes, topo_eval->node_map))
+		topo_eval->eval_nodes = isle__eval_nodes;
+	else
+		topo_eval->eval_nodes = NULL;
+	return common_topo_choose_nodes(topo_eval);
+}
+
+/* --exclusive=topo and reservations: widen to whole multi-node islands. */
+ISLE_EXPORT int topology_p_whole_topo(bitstr_t *node_mask)
+{
+	for (int i = 0; i < isle__ctx.ndomains; i++) {
+		if (bit_overlap_any(isle__ctx.domains[i], node_mask))
+			bit_or(node_mask, isle__ctx.domains[i]);
+	}
+	return SLURM_SUCCESS;
+}
+
+/* Island, rack or switch name -> its nodes (do not free). */
+ISLE_EXPORT bitstr_t *topology_p_get_bitmap(char *name)
+{
+	struct isle__ctx *c = &isle__ctx;
+
+	if (!c->topo || !name)
+		return NULL;
+	for (int i = 0; i < c->topo->nislands; i++)
+		if (!xstrcmp(c->islands[i].name, name))
+			return c->islands[i].nodes;
+	for (int i = 0; i < c->topo->nracks; i++)
+		if (!xstrcmp(c->racks[i].name, name))
+			return c->racks[i].nodes;
+	for (int i = 0; i < c->topo->nswitches; i++)
+		if (!xstrcmp(c->switches[i].name, name))
+			return c->switches[i].nodes;
+	return NULL;
+}
+
+struct rank_key {
+	int leaf, island, model;
+};
+
+static int _rank_cmp(const void *a, const void *b)
+{
+	const struct rank_key *x = a, *y = b;
+
+	if (x->leaf != y->leaf)
+		return x->leaf < y->leaf ? -1 : 1;
+	if (x->island != y->island)
+		return x->island < y->island ? -1 : 1;
+	return x->model - y->model;
+}
+
+/*
+ * Ranks nodes so that each leaf group and, inside it, each NVLink island is
+ * contiguous: Slurm's default best-fit then walks islands in order. Runs
+ * before build_config, so it loads the file on its own.
+ */
+ISLE_EXPORT bool topology_p_generate_node_ranking(void)
+{
+	char err[512] = "", *path = isle__records_path();
+	isle_topo *t = NULL;
+	struct rank_key *keys;
+	node_record_t *node_ptr;
+	int *rank;
+
+	if (xstrcasestr(slurm_conf.topology_param, "IsleNoNodeRank") ||
+	    isle_topo_load(path, &t, err, sizeof(err))) {
+		xfree(path);
+		return false;
+	}
+	keys = xcalloc(MAX(t->nnodes, 1), sizeof(*keys));
+	rank = xcalloc(MAX(t->nnodes, 1), sizeof(int));
+	for (int m = 0; m < t->nnodes; m++) {
+		keys[m].leaf = t->nodes[m].group[ISLE_TIER_LEAF];
+		keys[m].island = t->nodes[m].domain >= 0
+				     ? t->nodes[m].domain
+				     : t->nodes[m].first_island;
+		keys[m].model = m;
+	}
+	qsort(keys, t->nnodes, sizeof(*keys), _rank_cmp);
+	for (int k = 0; k < t->nnodes; k++)
+		rank[keys[k].model] = k + 1;
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		int m = isle_topo_find_node(t, node_ptr->name);
+
+		node_ptr->node_rank = (m >= 0) ? rank[m] : t->nnodes + 1 + i;
+	}
+	xfree(keys);
+	xfree(rank);
+	xfree(path);
+	isle_topo_destroy(t);
+	return true;
+}
+
+ISLE_EXPORT int topology_p_get_node_addr(char *node_name, char **paddr,
+					 char **ppattern)
+{
+	return common_topo_get_node_addr(node_name, paddr, ppattern);
+}
+
+ISLE_EXPORT int topology_p_split_hostlist(hostlist_t *hl, hostlist_t ***sp_hl,
+					  int *count, uint16_t tree_width)
+{
+	return common_topo_split_hostlist_treewidth(hl, sp_hl, count,
+						    tree_width);
+}
+
+ISLE_EXPORT int topology_p_topology_free(void *topoinfo_ptr)
+{
+	isle__topoinfo_free(topoinfo_ptr);
+	return SLURM_SUCCESS;
+}
+
+ISLE_EXPORT int topology_p_get(topology_data_t type, void *data)
+{
+	switch (type) {
+	case TOPO_DATA_TOPOLOGY_PTR: {
+		dynamic_plugin_data_t **pptr = data;
+
+		*pptr = xmalloc(sizeof(dynamic_plugin_data_t));
+		(*pptr)->data = isle__topoinfo_build();
+		(*pptr)->plugin_id = plugin_id;
+		return SLURM_SUCCESS;
+	}
+	case TOPO_DATA_REC_CNT: {
+		int *cnt = data;
+		const isle_topo *t = isle__ctx.topo;
+
+		*cnt = t ? t->nracks + t->nislands + t->nswitches : 0;
+		return SLURM_SUCCESS;
+	}
+	case TOPO_DATA_EXCLUSIVE_TOPO: {
+		int *exclusive = data;
+
+		*exclusive = 0;
+		return SLURM_SUCCESS;
+	}
+	}
+	error("isle: unsupported topology_p_get type %d", type);
+	return SLURM_ERROR;
+}
+
+ISLE_EXPORT int topology_p_topology_pack(void *topoinfo_ptr, buf_t *buffer,
+					 uint16_t protocol_version)
+{
+	struct isle__topoinfo *ti = topoinfo_ptr;
+
+	pack32(ti->count, buffer);
+	for (uint32_t i = 0; i < ti->count; i++) {
+		struct isle__topo_rec *r = &ti->recs[i];
+
+		pack16(r->kind, buffer);
+		pack16(r->level, buffer);
+		packstr(r->name, buffer);
+		packstr(r->nodes, buffer);
+		packstr(r->children, buffer);
+		pack32(r->gpus, buffer);
+		pack32(r->free_gpus, buffer);
+	}
+	return SLURM_SUCCESS;
+}
+
+ISLE_EXPORT int topology_p_topology_unpack(void **topoinfo_pptr, buf_t *buffer,
+					   uint16_t protocol_version)
+{
+	struct isle__topoinfo *ti = xmalloc(sizeof(*ti));
+
+	*topoinfo_pptr = ti;
+	safe_unpack32(&ti->count, buffer);
+	safe_xcalloc(ti->recs, ti->count, sizeof(*ti->recs));
+	for (uint32_t i = 0; i < ti->count; i++) {
+		struct isle__topo_rec *r = &ti->recs[i];
+
+		safe_unpack16(&r->kind, buffer);
+		safe_unpack16(&r->level, buffer);
+		safe_unpackstr(&r->name, buffer);
+		safe_unpackstr(&r->nodes, buffer);
+		safe_unpackstr(&r->children, buffer);
+		safe_unpack32(&r->gpus, buffer);
+		safe_unpack32(&r->free_gpus, buffer);
+	}
+	return SLURM_SUCCESS;
+
+unpack_error:
+	isle__topoinfo_free(ti);
+	*topoinfo_pptr = NULL;
+	return SLURM_ERROR;
+}
+
+static void _print_rec(const struct isle__topo_rec *r, char **out)
+{
+	static const char *const sw_level[] = {"leaf", "spine", "core",
+					       "unknown"};
+
+	switch (r->kind) {
+	case ISLE_REC_SUMMARY:
+		if (r->children) {
+			xstrfmtcat(*out,
+				   "Topology=isle File=%s Status=fallback "
+				   "Error=\"%s\"\n",
+				   r->nodes, r->children);
+			return;
+		}
+		xstrfmtcat(*out,
+			   "Topology=isle Cluster=%s File=%s Status=ok GPUs=%u "
+			   "FreeGPUs=%u\n",
+			   r->name, r->nodes, r->gpus, r->free_gpus);
+		return;
+	case ISLE_REC_RACK:
+		xstrfmtcat(*out, "RackName=%s", r->name);
+		break;
+	case ISLE_REC_ISLAND:
+		xstrfmtcat(*out, "IslandName=%s Type=%s", r->name,
+			   r->level ? "nvlink-domain" : "nvlink-node");
+		break;
+	case ISLE_REC_SWITCH:
+		xstrfmtcat(*out, "SwitchName=%s Level=%s", r->name,
+			   sw_level[MIN(r->level, 3)]);
+		if (r->children)
+			xstrfmtcat(*out, " Switches=%s", r->children);
+		break;
+	default:
+		return;
+	}
+	xstrfmtcat(*out, " Nodes=%s GPUs=%u FreeGPUs=%u\n",
+		   r->nodes ? r->nodes : "", r->gpus, r->free_gpus);
+}
+
+static bool _rec_matches(const struct isle__topo_rec *r, const char *filter)
+{
+	hostset_t *hs;
+	bool match;
+
+	if (!xstrcmp(r->name, filter))
+		return true;
+	if (r->kind == ISLE_REC_SUMMARY || !r->nodes || !r->nodes[0])
+		return false;
+	if (!(hs = hostset_create(r->nodes)))
+		return false;
+	match = hostset_within(hs, filter);
+	hostset_destroy(hs);
+	return match;
+}
+
+/* scontrol show topology [NAME]: runs in scontrol. */
+ISLE_EXPORT int topology_p_topology_print(void *topoinfo_ptr, char *nodes_list,
+					  char **out)
+{
+	struct isle__topoinfo *ti = topoinfo_ptr;
+	int matched = 0;
+
+	*out = NULL;
+	for (uint32_t i = 0; ti && i < ti->count; i++) {
+		if (nodes_list && nodes_list[0] &&
+		    !_rec_matches(&ti->recs[i], nodes_list))
+			continue;
+		_print_rec(&ti->recs[i], out);
+		matched++;
+	}
+	if (!matched && nodes_list && nodes_list[0])
+		error("isle topology has no island, rack, switch or node named "
+		      "%s",
+		      nodes_list);
+	return SLURM_SUCCESS;
+}
+
+/*
+ * Backfill's bf_topopt: lower is better. Fragmentation of the cluster if
+ * only the nodes in node_mask were free, scaled to 0..1000000.
+ */
+ISLE_EXPORT uint32_t topology_p_get_fragmentation(bitstr_t *node_mask)
+{
+	struct isle__ctx *c = &isle__ctx;
+	uint64_t *free_mask;
+	double frag;
+
+	if (!c->topo || !c->place)
+		return 0;
+	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
+	for (int m = 0; m < c->topo->nnodes; m++) {
+		int s = c->model2slurm[m];
+		int ng = c->topo->nodes[m].ngpus;
+
+		if (s >= 0 && s < bit_size(node_mask) && bit_test(node_mask, s))
+			free_mask[m] = (ng >= 64) ? ~0ULL : ((1ULL << ng) - 1);
+	}
+	slurm_mutex_lock(&c->lock);
+	frag = isle_place_fragmentation(c->place, free_mask);
+	slurm_mutex_unlock(&c->lock);
+	xfree(free_mask);
+	return (uint32_t)(frag * 1000000.0);
+}

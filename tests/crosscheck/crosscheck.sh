@@ -1,0 +1,151 @@
+# shellcheck shell=bash
+# tests/crosscheck/crosscheck.sh: helpers of the baseline cross-check
+# (tests/integration/35-baseline-crosscheck.sh): run a job sequence
+# (tests/crosscheck/jobs.txt) on a running test cluster, replay it in
+# islesim from the same states, and compare. Source after
+# tests/cluster/cluster.sh.
+#
+# xc_emit CLUSTER_JSON DIR   DIR/topology-tree.conf, DIR/topology-block.conf
+#                            and DIR/gres.conf (islectl emit; devices @DEVDIR@)
+# xc_slurm_run SEQ OUT       submit each job of SEQ in order (sbatch, sleep),
+#                            wait until it runs or Slurm has tried and left it
+#                            pending (then cancel it); OUT gets one
+#                            "LABEL node,node,..." line per job ("-": pending);
+#                            XC_VERBOSE=1 also prints each result on stderr
+# xc_replay SEQ SLURM_OUT POLICY CLUSTER_JSON OUT
+#                            islesim --replay of SEQ where each decision is
+#                            made from the state Slurm was in (the jobs before
+#                            it hold the nodes Slurm gave them); OUT gets
+#                            "LABEL node,..." lines
+# xc_compare SEQ POLICY SLURM_OUT SIM_OUT   prints the table rows and sets
+#                            XC_SAME XC_JOBS (policy decisions; XC_WAITS of
+#                            the same ones: both leave the job waiting), XC_FAIL
+#                            (asserted jobs that differ), XC_KNOWN (known
+#                            differences seen), XC_NOWSAME (known differences
+#                            that now agree)
+
+XC_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${XC_ISLECTL:=$XC_REPO/build/bin/islectl}"
+: "${XC_ISLESIM:=$XC_REPO/build/bin/islesim}"
+: "${XC_WAIT:=30}"
+
+# Job lines of a sequence file: "LABEL NODES GPN PIN TREE BLOCK".
+xc__jobs() {
+	grep -v '^[[:space:]]*\(#\|$\)' "$1"
+}
+
+xc_emit() { # cluster.json dir
+	local c=$1 d=$2
+	mkdir -p "$d" || return 1
+	"$XC_ISLECTL" emit slurm-tree -o "$d/topology-tree.conf" "$c" || return 1
+	"$XC_ISLECTL" emit slurm-block -o "$d/topology-block.conf" "$c" || return 1
+	{
+		echo "AutoDetect=off"
+		"$XC_ISLECTL" emit gres --dev-dir @DEVDIR@ "$c"
+	} >"$d/gres.conf" || return 1
+}
+
+# Waits for job $1: prints its expanded node list when it runs, "-" when
+# Slurm evaluated it and left it pending (Reason other than None). Returns
+# 1 on timeout or another end.
+xc__wait_start() {
+	local j=$1 st r end=$((SECONDS + XC_WAIT))
+	while [ $SECONDS -lt $end ]; do
+		read -r st r < <(squeue -h -j "$j" -o "%T %r" 2>/dev/null)
+		case $st in
+		RUNNING)
+			scontrol show hostnames "$(squeue -h -j "$j" -o %N)" | paste -sd, -
+			return 0
+			;;
+		PENDING)
+			case $r in
+			None | "") ;;
+			*)
+				echo "-"
+				return 0
+				;;
+			esac
+			;;
+		"") ;; # not listed yet / squeue hiccup: poll again
+		*)
+			echo "job $j ended early: $st $r" >&2
+			return 1
+			;;
+		esac
+		sleep 0.5
+	done
+	echo "job $j: neither running nor evaluated after ${XC_WAIT}s" >&2
+	return 1
+}
+
+xc_slurm_run() { # seq out
+	local label nodes gpn pin rest j got t0
+	: >"$2"
+	while read -r label nodes gpn pin rest; do
+		if [ "$pin" != - ]; then
+			j=$(sbatch --parsable -J "$label" -N "$nodes" -w "$pin" \
+				--gpus-per-node="$gpn" -o /dev/null --wrap "sleep 900") || return 1
+		else
+			j=$(sbatch --parsable -J "$label" -N "$nodes" \
+				--gpus-per-node="$gpn" -o /dev/null --wrap "sleep 900") || return 1
+		fi
+		t0=$SECONDS
+		got=$(xc__wait_start "$j") || return 1
+		[ -n "${XC_VERBOSE:-}" ] && echo "xc: $label -> $got ($((SECONDS - t0))s)" >&2
+		# A job Slurm cannot place now stays out of the state: cancel it
+		# so that it does not start later or block the queue.
+		[ "$got" = - ] && scancel "$j"
+		echo "$label $got" >>"$2"
+	done < <(xc__jobs "$1")
+}
+
+xc_replay() { # seq slurm_out policy cluster.json out
+	local seq=$1 so=$2 pol=$3 cl=$4 out=$5 label nodes gpn pin rest actual rf
+	rf=$(mktemp "${TMPDIR:-/tmp}/isle-xc-replay.XXXXXX") || return 1
+	while read -r label nodes gpn pin rest; do
+		actual=$(awk -v l="$label" '$1 == l { print $2 }' "$so")
+		[ -n "$actual" ] || actual=-
+		echo "$label $nodes $gpn $pin $actual"
+	done < <(xc__jobs "$seq") >"$rf"
+	"$XC_ISLESIM" --cluster "$cl" --policy "$pol" --replay "$rf" |
+		awk -v p="$pol" '$1 == p { print $2, $3 }' >"$out"
+	local rc=${PIPESTATUS[0]}
+	rm -f "$rf"
+	return "$rc"
+}
+
+xc_compare() { # seq policy slurm_out sim_out
+	local seq=$1 pol=$2 so=$3 sim=$4 label nodes gpn pin t b want s i verdict
+	XC_SAME=0 XC_JOBS=0 XC_FAIL=0 XC_KNOWN=0 XC_NOWSAME=0 XC_WAITS=0
+	while read -r label nodes gpn pin t b; do
+		want=$t
+		[ "$pol" = block ] && want=$b
+		s=$(awk -v l="$label" '$1 == l { print $2 }' "$so")
+		i=$(awk -v l="$label" '$1 == l { print $2 }' "$sim")
+		if [ "$pin" != - ]; then
+			verdict="held (-w $pin)"
+		elif [ "$s" = "$i" ]; then
+			XC_JOBS=$((XC_JOBS + 1)) XC_SAME=$((XC_SAME + 1))
+			verdict=same
+			if [ "$s" = - ]; then
+				verdict="same (both wait)"
+				XC_WAITS=$((XC_WAITS + 1))
+			fi
+			if [ "$want" != = ]; then
+				verdict="same (known difference $want did not show)"
+				XC_NOWSAME=$((XC_NOWSAME + 1))
+			fi
+		else
+			XC_JOBS=$((XC_JOBS + 1))
+			if [ "$want" = = ]; then
+				verdict="DIFFERENT (asserted)"
+				XC_FAIL=$((XC_FAIL + 1))
+			else
+				verdict="different, known: $want"
+				XC_KNOWN=$((XC_KNOWN + 1))
+			fi
+		fi
+		printf '| %-6s | %-5s | %-5s | %-22s | %-22s | %s |\n' "$pol" "$label" \
+			"${nodes}x$gpn" "${s:-?}" "${i:-?}" "$verdict"
+	done < <(xc__jobs "$seq")
+}

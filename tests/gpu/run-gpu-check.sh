@@ -1,0 +1,54 @@
+#!/bin/bash
+# run-gpu-check.sh - the comm_shim GPU check, in one short run on a machine
+# with an NVIDIA GPU (e.g. through the device `run` tool):
+#   1. build the CUDA codecs, libisle_nccl.so and the two check programs;
+#   2. codec_cuda_check: GPU codecs bit-identical to the CPU reference;
+#   3. nccl_smoke under LD_PRELOAD=libisle_nccl.so with the hierarchical
+#      path forced, once per codec.
+# Writes its log to ${OUT:-build/gpu-check}/gpu-check.log.
+# Exit 0 pass, 1 fail, 77 no GPU.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+out=${OUT:-build/gpu-check}
+mkdir -p "$out"
+log=$out/gpu-check.log
+exec > >(tee "$log") 2>&1
+
+if ! nvidia-smi -L; then
+	echo "run-gpu-check: SKIP: no GPU"
+	exit 77
+fi
+
+# Only the GPU pieces: the Slurm part of the top-level deps check is not
+# needed here, so point make's deps stamp at a file that exists.
+stamp=$out/.deps-ok
+touch "$stamp"
+targets="build/lib/libisle_nccl.so build/tests/gpu/codec_cuda_check build/tests/gpu/nccl_smoke"
+# sm_90 (H100/H200) only keeps the build short; override CUDA_ARCHS if needed.
+if ! make -j"$(nproc)" DEPS_OK="$stamp" CUDA_ARCHS="${CUDA_ARCHS:-90}" $targets; then
+	echo "run-gpu-check: FAIL: build"
+	exit 1
+fi
+
+fail=0
+echo "== codec_cuda_check"
+timeout 300 build/tests/gpu/codec_cuda_check || fail=1
+
+shim=$PWD/build/lib/libisle_nccl.so
+for codec in none fp16 bf16 int8 topk:0.01 topk:0.25; do
+	echo "== nccl_smoke $codec"
+	err=$out/smoke-${codec//:/_}.err
+	ISLE_COMM_ALGO=hier ISLE_COMM_CODEC=$codec ISLE_COMM_VERBOSE=1 \
+		LD_PRELOAD=$shim timeout 120 build/tests/gpu/nccl_smoke "$codec" 2>"$err"
+	rc=$?
+	cat "$err"
+	# The shim must have taken the call, not only NCCL.
+	if [ $rc -ne 0 ] || ! grep -q "isle_nccl: rank 0: 1 groups of 1 ranks, codec" "$err"; then
+		echo "run-gpu-check: FAIL: nccl_smoke $codec (rc $rc)"
+		fail=1
+	fi
+done
+
+[ $fail = 0 ] && echo "run-gpu-check: PASS" || echo "run-gpu-check: FAIL"
+exit $fail

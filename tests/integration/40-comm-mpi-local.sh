@@ -1,0 +1,154 @@
+#!/bin/bash
+# comm_shim under local Open MPI (mpirun, shared memory): the PMPI shim
+# libisle_mpi.so preloaded into build/tests/comm_mpi_check.
+#   exactness: codec none bit-identical to MPI_Allreduce on integer-valued
+#              floats (real values within 2*p*eps), 2..16 ranks, unequal
+#              ranks per node through plan files, sizes 1..2^26, in place,
+#              MPI_Iallreduce (+fusion), a sub-communicator, all algorithms;
+#   codecs:    error bounds under MPI, ranks bit-identical;
+#   training:  8-rank softmax regression, int8 and topk:0.01 (error feedback)
+#              within 1% of fp32, top-k without error feedback worse;
+#   failure:   a hung or exiting rank ends the job with a clear error, and a
+#              bad plan fails at init naming the file and the field.
+set -u
+cd "$(dirname "$0")/../.."
+B=build
+CHECK=$B/tests/comm_mpi_check
+SHIM=$PWD/$B/lib/libisle_mpi.so
+
+command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
+[ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+T=$(mktemp -d /tmp/isle-comm-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+# plan NAME "N:leaf N:leaf ..." CODEC1 CODEC2: ranks per node (one island
+# per node), 3 levels (island / leaf / job) or 2 when CODEC2 is "-".
+plan() {
+	local name=$1 layout=$2 c1=$3 c2=$4 r=0 node=0 sep="" n leaf g
+	{
+		echo '{"isle_plan": 1, "job_id": "t40", "ranks": ['
+		for nl in $layout; do
+			n=${nl%%:*} leaf=${nl#*:}
+			for ((g = 0; g < n; g++)); do
+				printf '%s{"rank": %d, "node": "n%02d", "gpu": %d, "island": "nvl%d", "leaf": "%s"}\n' \
+					"$sep" $r $node $g $node "$leaf"
+				sep=, r=$((r + 1))
+			done
+			node=$((node + 1))
+		done
+		echo '], "levels": ['
+		echo '{"name": "nvlink", "bw_gbps": 100, "lat_us": 1, "codec": "none"},'
+		if [ "$c2" = - ]; then
+			echo "{\"name\": \"net\", \"bw_gbps\": 1, \"lat_us\": 20, \"codec\": \"$c1\"}"
+		else
+			echo "{\"name\": \"leaf\", \"bw_gbps\": 10, \"lat_us\": 5, \"codec\": \"$c1\"},"
+			echo "{\"name\": \"spine\", \"bw_gbps\": 2, \"lat_us\": 10, \"codec\": \"$c2\"}"
+		fi
+		echo ']}'
+	} >"$T/$name.json"
+}
+
+# run NP [VAR=VALUE...] -- ARGS: mpirun with the shim, output in $T/out.
+run() {
+	local np=$1 env=()
+	shift
+	while [ "$1" != -- ]; do env+=(-x "$1"); shift; done
+	shift
+	timeout 170 mpirun -np "$np" -x LD_PRELOAD="$SHIM" -x ISLE_COMM_TIMEOUT_S=30 \
+		"${env[@]}" "$CHECK" "$@" >"$T/out" 2>&1
+}
+
+expect_pass() { # what NP ENV... -- ARGS
+	local what=$1
+	shift
+	if run "$@" && grep -q '^exact: PASS' "$T/out"; then
+		echo "ok   $what"
+	else
+		echo "FAIL $what"
+		grep -E 'FAIL|rror|isle_comm' "$T/out" | head -20
+		fails=$((fails + 1))
+	fi
+}
+
+plan p7 "3:l0 2:l0 2:l1" none none     # unequal ranks per node, 3 levels
+plan p16 "5:l0 3:l0 4:l1 4:l1" none none
+plan p8 "4:l0 4:l0" none -
+SIZES=1,2,3,7,64,1000,4099,65537,1048577
+
+# --- exactness (codec none)
+expect_pass "exact 7 ranks 3 levels unequal, algo auto" 7 \
+	ISLE_PLAN="$T/p7.json" -- exact --sizes $SIZES --async 8 --subcomm
+for algo in hier ring rdoubling; do
+	expect_pass "exact 7 ranks 3 levels unequal, algo $algo" 7 \
+		ISLE_PLAN="$T/p7.json" ISLE_COMM_ALGO=$algo -- \
+		exact --sizes 1,7,4099,65537 --async 3
+done
+expect_pass "exact 7 ranks real values" 7 ISLE_PLAN="$T/p7.json" -- \
+	exact --sizes $SIZES --values real
+expect_pass "exact 16 ranks 5+3+4+4" 16 ISLE_PLAN="$T/p16.json" ISLE_COMM_ALGO=hier -- \
+	exact --sizes 1,17,100003 --async 4
+expect_pass "exact 3 ranks, no plan (host names)" 3 -- exact --sizes 1,5,300001
+expect_pass "exact 4 ranks, small ones passed to MPI (MIN_BYTES)" 4 \
+	ISLE_COMM_MIN_BYTES=1K -- exact --sizes 1,999,70001 --async 12
+expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
+	exact --sizes 67108864 --dtype float
+
+# --- codecs on the network levels: error bounds, ranks identical
+for spec in "fp16 0.002" "bf16 0.02" "int8:64 0.01" "topk:0.05 1e30"; do
+	set -- $spec
+	expect_pass "codec $1 (tol $2 of the max)" 7 ISLE_PLAN="$T/p7.json" \
+		ISLE_COMM_ALGO=hier ISLE_COMM_CODEC=$1 -- \
+		exact --sizes 7,65537 --dtype float --values real --tol $2 \
+		--tol-mode max --async 4
+done
+
+# --- convergence
+train() { # codec -> final loss on stdout
+	run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC="$1" -- \
+		train --steps 400 --dim 64 --classes 16 --samples 100 --lr 1 &&
+		sed -n 's/^final_loss //p' "$T/out"
+}
+l_fp32=$(train none) l_int8=$(train int8) l_topk=$(train topk:0.01) l_noef=$(train topk:0.01,noef)
+echo "train: fp32 $l_fp32 int8 $l_int8 topk:0.01 $l_topk topk:0.01,noef $l_noef"
+if awk -v a="$l_fp32" -v i="$l_int8" -v t="$l_topk" -v n="$l_noef" 'BEGIN {
+	if (a == "" || i == "" || t == "" || n == "") exit 1
+	gi = (i - a) / a; gt = (t - a) / a; gn = (n - a) / a
+	printf "train: gaps int8 %.4f topk %.4f topk-noef %.4f\n", gi, gt, gn
+	exit !(gi < 0.01 && gt < 0.01 && gn > 0.01 && gn > 2 * gt) }'; then
+	echo "ok   convergence"
+else
+	echo "FAIL convergence"
+	fails=$((fails + 1))
+fi
+
+# --- failure
+for how in hang exit; do
+	start=$(date +%s)
+	run 4 ISLE_COMM_TIMEOUT_S=3 -- fail --rank 2 --how $how
+	rc=$? dur=$(($(date +%s) - start))
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dur -lt 60 ] &&
+		{ [ $how = exit ] || grep -q 'timed out after 3 s waiting for rank' "$T/out"; }; then
+		echo "ok   failure: rank $how -> rc $rc in ${dur}s"
+	else
+		echo "FAIL failure: rank $how -> rc $rc in ${dur}s"
+		tail -20 "$T/out"
+		fails=$((fails + 1))
+	fi
+done
+sed 's/"leaf": "l1"}/"leaf": 7}/' "$T/p7.json" >"$T/bad.json"
+run 2 ISLE_PLAN="$T/bad.json" -- exact --sizes 1
+if [ $? -ne 0 ] && grep -q "bad.json: \$.ranks\[5\].leaf: expected a string" "$T/out"; then
+	echo "ok   bad plan fails at init naming the field"
+else
+	echo "FAIL bad plan"
+	tail -20 "$T/out"
+	fails=$((fails + 1))
+fi
+
+[ $fails -eq 0 ] || { echo "40-comm-mpi-local: $fails failed"; exit 1; }
+exit 0

@@ -1,0 +1,145 @@
+/*
+ * test_comm_algo - the alpha-beta model and algorithm choice, and the shard
+ * split every algorithm relies on.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "comm_priv.h"
+
+static struct isle_algo_level lvl(int g, double bw, double lat,
+				  const char *codec)
+{
+	struct isle_algo_level l = {
+	    .group_size = g, .bw_gbps = bw, .lat_us = lat};
+
+	assert_int_equal(isle_codec_parse(codec, &l.codec, NULL, 0), 0);
+	return l;
+}
+
+static void test_names(void **state)
+{
+	for (int a = 0; a < ISLE_ALGO_COUNT; a++) {
+		isle_algo back;
+
+		assert_int_equal(isle_algo_parse(isle_algo_name(a), &back), 0);
+		assert_int_equal(back, a);
+	}
+	assert_int_equal(isle_algo_parse("fast", &(isle_algo){0}), -EINVAL);
+}
+
+/* Closed forms for one level: ring 2(p-1)(a + b/(p w)), rd log2(p)(a+b/w). */
+static void test_closed_forms(void **state)
+{
+	struct isle_algo_level l = lvl(4, 10, 5, "none"); /* 10 GB/s, 5 us */
+	size_t b = 4000000;				  /* 4 MB */
+
+	assert_true(fabs(isle_algo_cost_us(ISLE_ALGO_RING, &l, 1, b) -
+			 6 * (5 + 100.0)) < 1e-9);
+	assert_true(fabs(isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &l, 1, b) -
+			 2 * (5 + 400.0)) < 1e-9);
+	l.group_size = 6; /* not a power of two: 2 + 2 steps */
+	assert_true(fabs(isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &l, 1, b) -
+			 4 * (5 + 400.0)) < 1e-9);
+	l.group_size = 0;
+	assert_true(isle_algo_cost_us(ISLE_ALGO_RING, &l, 1, b) < 0);
+	assert_true(isle_algo_cost_us(ISLE_ALGO_RING, &l, 0, b) < 0);
+}
+
+static void test_choice(void **state)
+{
+	struct isle_algo_level two[2] = {lvl(8, 200, 2, "none"),
+					 lvl(4, 1, 20, "none")};
+	struct isle_algo_level one = lvl(16, 10, 10, "none");
+	double t_small, t_big, flat, hier;
+
+	/*
+	 * Latency-bound: recursive doubling's cost (hier over one level runs
+	 * it too, and wins ties); bandwidth-bound: the ring's, far below.
+	 */
+	isle_algo_choose(&one, 1, 64, &t_small);
+	assert_true(t_small ==
+		    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &one, 1, 64));
+	assert_true(t_small < isle_algo_cost_us(ISLE_ALGO_RING, &one, 1, 64));
+	isle_algo_choose(&one, 1, 64 << 20, &t_big);
+	assert_true(t_big ==
+		    isle_algo_cost_us(ISLE_ALGO_RING, &one, 1, 64 << 20));
+	assert_true(t_big <
+		    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &one, 1, 64 << 20));
+
+	/* Thin network under fat islands: hierarchical wins big messages. */
+	assert_int_equal(isle_algo_choose(two, 2, 64 << 20, &hier),
+			 ISLE_ALGO_HIER);
+	flat = isle_algo_cost_us(ISLE_ALGO_RING, two, 2, 64 << 20);
+	assert_true(hier < flat / 4);
+
+	/* Compression on the thin level cuts its cost by the wire ratio. */
+	{
+		struct isle_algo_level c8[2] = {two[0], lvl(4, 1, 20, "int8")};
+		struct isle_algo_level tk[2] = {two[0],
+						lvl(4, 1, 20, "topk:0.01")};
+		double t_none =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, two, 2, 64 << 20);
+		double t_int8 =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, c8, 2, 64 << 20);
+		double t_topk =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, tk, 2, 64 << 20);
+		/* The thin level alone: int8 is ~1/4 of fp32, top-k 1% ~2%. */
+		double n1 =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, &two[1], 1, 64 << 20);
+		double i1 =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, &c8[1], 1, 64 << 20);
+		double k1 =
+		    isle_algo_cost_us(ISLE_ALGO_HIER, &tk[1], 1, 64 << 20);
+
+		assert_true(t_int8 < t_none / 2.5 && t_topk < t_int8);
+		assert_true(i1 < n1 / 3.5 && i1 > n1 / 4.5);
+		assert_true(k1 < n1 / 30);
+	}
+	/* Costs grow with size, for every algorithm. */
+	for (int a = ISLE_ALGO_RING; a <= ISLE_ALGO_HIER; a++)
+		for (size_t b = 4; b < (1u << 28); b *= 4)
+			assert_true(isle_algo_cost_us(a, two, 2, b) <
+				    isle_algo_cost_us(a, two, 2, b * 4));
+}
+
+/* Shards cover [0, n) in order, sizes differ by at most one. */
+static void test_shards(void **state)
+{
+	for (size_t n = 0; n < 200; n++)
+		for (int s = 1; s <= 17; s++) {
+			size_t next = 0, mn = SIZE_MAX, mx = 0;
+
+			for (int q = 0; q < s; q++) {
+				size_t off, len;
+
+				isle__shard(n, s, q, &off, &len);
+				assert_int_equal(off, next);
+				next = off + len;
+				mn = len < mn ? len : mn;
+				mx = len > mx ? len : mx;
+			}
+			assert_int_equal(next, n);
+			assert_true(mx - mn <= 1);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_closed_forms),
+	    cmocka_unit_test(test_choice),
+	    cmocka_unit_test(test_shards),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,461 @@
+/*
+ * test_comm_codec - codec specs, wire sizes, error bounds, top-k selection
+ * and error feedback, and bit-identical output of the scalar and AVX2
+ * backends.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#ifdef HAVE_MPI
+#include <mpi.h> /* before comm_priv.h: the channel internals */
+#endif
+
+#include "comm_priv.h"
+
+static uint64_t rng = 12345;
+
+static double unit(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng >> 11) * 0x1p-53;
+}
+
+static void fill(float *x, size_t n, double scale)
+{
+	for (size_t i = 0; i < n; i++) /* mixed magnitudes and signs */
+		x[i] = (float)((unit() * 2 - 1) * scale *
+			       pow(10, (double)(i % 5) - 2));
+}
+
+static struct isle_codec codec(const char *spec)
+{
+	struct isle_codec c;
+	char err[128];
+
+	assert_int_equal(isle_codec_parse(spec, &c, err, sizeof(err)), 0);
+	return c;
+}
+
+static void test_parse(void **state)
+{
+	static const char *const good[][2] = {
+	    {"none", "none"},
+	    {"fp16", "fp16"},
+	    {"bf16", "bf16"},
+	    {"int8", "int8:256"},
+	    {"int8:64", "int8:64"},
+	    {"topk:0.01", "topk:0.01"},
+	    {"topk:0.5,noef", "topk:0.5,noef"},
+	    {"int8:128,ef", "int8:128,ef"},
+	    {"bf16,noef", "bf16"},
+	};
+	static const char *const bad[] = {
+	    "",	      "zstd",	   "int8:7",   "int8:0", "int8:70000",
+	    "topk",   "topk:0",	   "topk:1.5", "topk:x", "fp16:3",
+	    "int8,q", "topk:0.1,", "none:",
+	};
+	struct isle_codec c;
+	char buf[64], err[160];
+
+	for (size_t i = 0; i < ISLE_ARRAY_SIZE(good); i++) {
+		c = codec(good[i][0]);
+		isle_codec_format(&c, buf, sizeof(buf));
+		assert_string_equal(buf, good[i][1]);
+	}
+	for (size_t i = 0; i < ISLE_ARRAY_SIZE(bad); i++) {
+		err[0] = '\0';
+		assert_int_equal(isle_codec_parse(bad[i], &c, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, bad[i]));
+	}
+	c = codec("topk:0.01");
+	assert_true(c.error_feedback);
+	assert_false(isle_codec_summable(&c));
+	c = codec("int8");
+	assert_false(c.error_feedback);
+	assert_false(isle_codec_summable(&c));
+	c = codec("bf16");
+	assert_true(isle_codec_summable(&c));
+}
+
+static void test_sizes(void **state)
+{
+	struct isle_codec c;
+
+	c = codec("none");
+	assert_int_equal(isle_codec_encoded_size(&c, 5), 20);
+	c = codec("fp16");
+	assert_int_equal(isle_codec_encoded_size(&c, 5), 12);
+	c = codec("int8:8");
+	/* 3 scales + 17 bytes padded to 20 */
+	assert_int_equal(isle_codec_encoded_size(&c, 17), 12 + 20);
+	c = codec("topk:0.01");
+	assert_int_equal(isle_codec_encoded_size(&c, 1000), 8 + 8 * 10);
+	assert_int_equal(isle_codec_encoded_size(&c, 1001), 8 + 8 * 11);
+	assert_int_equal(isle_codec_encoded_size(&c, 3), 8 + 8);
+	for (size_t n = 0; n < 100; n++)
+		for (int k = 0; k < ISLE_CODEC_COUNT; k++) {
+			c = codec(k == ISLE_CODEC_TOPK
+				      ? "topk:0.3"
+				      : isle_codec_kind_name(k));
+			assert_int_equal(isle_codec_encoded_size(&c, n) % 4, 0);
+		}
+}
+
+/* Both backends, every codec, awkward lengths: same wire bytes. */
+static void test_backends_identical(void **state)
+{
+	const struct isle_codec_ops *s = isle_codec_scalar_ops();
+	const struct isle_codec_ops *v = isle_codec_cpu_ops();
+	static const char *const specs[] = {"fp16",   "bf16",	   "int8",
+					    "int8:8", "topk:0.05", "none"};
+	static const size_t lens[] = {1, 7, 8, 9, 255, 256, 1000, 4097};
+	float x[4097], ya[4097], yb[4097];
+
+	if (v == s)
+		skip(); /* no AVX2 here: nothing to compare */
+	/* Edge values: fp16 overflow, subnormals, ties, zeros, NaN-free. */
+	fill(x, 4097, 100);
+	x[0] = 65504.0f;
+	x[1] = 70000.0f;
+	x[2] = -1e-7f;
+	x[3] = 0x1p-25f;
+	x[4] = 1.0f + 0x1p-11f;
+	x[5] = 0;
+	x[6] = -0.0f;
+	x[7] = INFINITY;
+	x[8] = 3.0f * 0x1p-26f;
+	for (size_t si = 0; si < ISLE_ARRAY_SIZE(specs); si++) {
+		struct isle_codec c = codec(specs[si]);
+
+		for (size_t li = 0; li < ISLE_ARRAY_SIZE(lens); li++) {
+			size_t n = lens[li],
+			       sz = isle_codec_encoded_size(&c, n);
+			unsigned char *a = calloc(1, sz), *b = calloc(1, sz);
+			/* int8 with inf in a block gives NaN scales: skip it */
+			size_t from = c.kind == ISLE_CODEC_INT8 ? 8 : 0;
+
+			if (from >= n) {
+				free(a);
+				free(b);
+				continue;
+			}
+			assert_int_equal(
+			    s->encode(&c, x + from, n - from, a, NULL, NULL),
+			    0);
+			assert_int_equal(
+			    v->encode(&c, x + from, n - from, b, NULL, NULL),
+			    0);
+			assert_memory_equal(
+			    a, b, isle_codec_encoded_size(&c, n - from));
+			assert_int_equal(s->decode(&c, a, n - from, ya, NULL),
+					 0);
+			assert_int_equal(v->decode(&c, a, n - from, yb, NULL),
+					 0);
+			assert_memory_equal(ya, yb, (n - from) * sizeof(float));
+			free(a);
+			free(b);
+		}
+	}
+}
+
+/* All 65536 halves decode like F16C does, and re-encode to themselves. */
+static void test_fp16_all_halves(void **state)
+{
+	const struct isle_codec_ops *s = isle_codec_scalar_ops();
+	const struct isle_codec_ops *v = isle_codec_cpu_ops();
+	struct isle_codec c = codec("fp16");
+	uint16_t *h = malloc(65536 * 2), *h2 = malloc(65536 * 2);
+	float *ya = malloc(65536 * 4), *yb = malloc(65536 * 4);
+
+	for (uint32_t i = 0; i < 65536; i++)
+		h[i] = (uint16_t)i;
+	s->decode(&c, h, 65536, ya, NULL);
+	v->decode(&c, h, 65536, yb, NULL);
+	for (uint32_t i = 0; i < 65536; i++) {
+		if (isnan(ya[i])) {
+			assert_true(isnan(yb[i]));
+			ya[i] = yb[i] = 0;
+		}
+		if (((i >> 10) & 0x1f) == 0x1f) /* inf saturates on encode */
+			ya[i] = yb[i] = 0;
+	}
+	assert_memory_equal(ya, yb, 65536 * 4);
+	s->encode(&c, ya, 65536, h2, NULL, NULL);
+	for (uint32_t i = 0; i < 65536; i++)
+		if (((i >> 10) & 0x1f) != 0x1f && i != 0x8000)
+			assert_int_equal(h2[i], h[i]);
+	free(h);
+	free(h2);
+	free(ya);
+	free(yb);
+}
+
+/* The bounds isle_codec_error_bound() documents, on both backends. */
+static void test_error_bounds(void **state)
+{
+	const struct isle_codec_ops *be[] = {isle_codec_scalar_ops(),
+					     isle_codec_cpu_ops()};
+	static const char *const specs[] = {"fp16",   "bf16",	   "int8",
+					    "int8:8", "int8:1024", "none"};
+	enum { N = 10007 };
+	float *x = malloc(N * 4), *y = malloc(N * 4);
+	void *enc = malloc(2 * N * 4 + 4096);
+
+	for (size_t b = 0; b < 2; b++)
+		for (size_t si = 0; si < ISLE_ARRAY_SIZE(specs); si++) {
+			struct isle_codec c = codec(specs[si]);
+			double bound = isle_codec_error_bound(&c);
+
+			fill(x, N, c.kind == ISLE_CODEC_FP16 ? 600 : 1e6);
+			assert_int_equal(
+			    be[b]->encode(&c, x, N, enc, NULL, NULL), 0);
+			assert_int_equal(be[b]->decode(&c, enc, N, y, NULL), 0);
+			for (size_t i = 0; i < N; i++) {
+				double err = fabs((double)y[i] - x[i]), ref;
+
+				if (c.kind == ISLE_CODEC_INT8) {
+					size_t b0 = i / c.block * c.block;
+					size_t b1 =
+					    b0 + c.block < N ? b0 + c.block : N;
+
+					ref = 0;
+					for (size_t k = b0; k < b1; k++)
+						ref = fmax(ref, fabs(x[k]));
+				} else {
+					ref = fabs(x[i]);
+					/* relative bound: normal range only */
+					if (c.kind == ISLE_CODEC_FP16 &&
+					    ref < 0x1p-14)
+						continue;
+				}
+				if (err > bound * ref)
+					fail_msg("%s %s: x %g y %g err %g > %g",
+						 be[b]->name, specs[si], x[i],
+						 y[i], err, bound * ref);
+			}
+		}
+	free(x);
+	free(y);
+	free(enc);
+}
+
+static void test_decode_acc(void **state)
+{
+	const struct isle_codec_ops *ops = isle_codec_cpu_ops();
+	static const char *const specs[] = {"none", "fp16", "bf16", "int8",
+					    "topk:0.1"};
+	enum { N = 999 };
+	float x[N], base[N], a[N], b[N];
+	unsigned char enc[N * 4 + 64];
+
+	fill(x, N, 10);
+	fill(base, N, 10);
+	for (size_t si = 0; si < ISLE_ARRAY_SIZE(specs); si++) {
+		struct isle_codec c = codec(specs[si]);
+
+		ops->encode(&c, x, N, enc, NULL, NULL);
+		ops->decode(&c, enc, N, a, NULL);
+		for (size_t i = 0; i < N; i++)
+			a[i] += base[i];
+		memcpy(b, base, sizeof(b));
+		ops->decode_acc(&c, enc, N, b, NULL);
+		assert_memory_equal(a, b, sizeof(a));
+	}
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Top-k keeps exactly the k largest |x|, indices ascending. */
+static void test_topk_select(void **state)
+{
+	const struct isle_codec_ops *be[] = {isle_codec_scalar_ops(),
+					     isle_codec_cpu_ops()};
+	static const size_t lens[] = {1, 10, 1000, 20000, 100003};
+
+	for (size_t b = 0; b < 2; b++)
+		for (size_t li = 0; li < ISLE_ARRAY_SIZE(lens); li++) {
+			size_t n = lens[li];
+			struct isle_codec c = codec("topk:0.01");
+			size_t k = isle__topk_k(&c, n);
+			float *x = malloc(n * 4), *srt = malloc(n * 4);
+			uint32_t *enc = malloc(isle_codec_encoded_size(&c, n));
+			const float *vals;
+			float kth;
+
+			fill(x, n, 1);
+			for (size_t i = 0; i < n; i++)
+				srt[i] = fabsf(x[i]);
+			qsort(srt, n, 4, cmp_desc);
+			kth = srt[k - 1];
+			assert_int_equal(
+			    be[b]->encode(&c, x, n, enc, NULL, NULL), 0);
+			assert_int_equal(enc[0], k);
+			assert_int_equal(enc[1], n);
+			vals = (const float *)(enc + 2 + k);
+			for (size_t i = 0; i < k; i++) {
+				assert_true(enc[2 + i] < n);
+				if (i)
+					assert_true(enc[2 + i] > enc[1 + i]);
+				assert_true(fabsf(vals[i]) >= kth);
+				assert_true(vals[i] == x[enc[2 + i]]);
+			}
+			free(x);
+			free(srt);
+			free(enc);
+		}
+}
+
+/*
+ * Top-k with a residual on a long vector (the sampled-threshold path): it
+ * selects from x + residual, and decoded + new residual == x + old residual.
+ */
+static void test_topk_ef_large(void **state)
+{
+	const struct isle_codec_ops *be[] = {isle_codec_scalar_ops(),
+					     isle_codec_cpu_ops()};
+	enum { N = 200003 };
+	struct isle_codec c = codec("topk:0.01");
+	size_t k = isle__topk_k(&c, N);
+	float *x = malloc(N * 4), *r = malloc(N * 4), *v = malloc(N * 4);
+	float *y = malloc(N * 4), *srt = malloc(N * 4);
+	uint32_t *enc = malloc(isle_codec_encoded_size(&c, N));
+
+	for (size_t b = 0; b < 2; b++) {
+		float kth;
+
+		fill(x, N, 1);
+		fill(r, N, 3);
+		for (size_t i = 0; i < N; i++) {
+			v[i] = x[i] + r[i];
+			srt[i] = fabsf(v[i]);
+		}
+		qsort(srt, N, 4, cmp_desc);
+		kth = srt[k - 1];
+		assert_int_equal(be[b]->encode(&c, x, N, enc, r, NULL), 0);
+		assert_int_equal(enc[0], k);
+		assert_int_equal(be[b]->decode(&c, enc, N, y, NULL), 0);
+		for (size_t i = 0; i < N; i++) {
+			assert_true(y[i] + r[i] == v[i]);
+			assert_true(y[i] == 0 || fabsf(y[i]) >= kth);
+		}
+	}
+	free(x);
+	free(r);
+	free(v);
+	free(y);
+	free(srt);
+	free(enc);
+}
+
+/*
+ * Error feedback: what is sent plus the new residual is exactly the input
+ * plus the old residual, so nothing is lost, only delayed; without it the
+ * dropped mass is gone.
+ */
+static void test_error_feedback(void **state)
+{
+	const struct isle_codec_ops *ops = isle_codec_cpu_ops();
+	enum { N = 5000, STEPS = 200 };
+	static const char *const specs[] = {"topk:0.01", "int8:64,ef"};
+	float *x = malloc(N * 4), *res = calloc(N, 4), *y = malloc(N * 4);
+	double *sent = calloc(N, sizeof(double)), *truth = calloc(N, 8);
+	void *enc = malloc(N * 8 + 64);
+
+	for (size_t si = 0; si < ISLE_ARRAY_SIZE(specs); si++) {
+		struct isle_codec c = codec(specs[si]);
+
+		memset(res, 0, N * 4);
+		memset(sent, 0, N * 8);
+		memset(truth, 0, N * 8);
+		for (int t = 0; t < STEPS; t++) {
+			float before[8];
+
+			fill(x, N, 1);
+			for (int i = 0; i < 8; i++)
+				before[i] = x[i] + res[i];
+			assert_int_equal(ops->encode(&c, x, N, enc, res, NULL),
+					 0);
+			assert_int_equal(ops->decode(&c, enc, N, y, NULL), 0);
+			for (int i = 0; i < 8; i++) /* conservation per step */
+				assert_true(fabsf(y[i] + res[i] - before[i]) <=
+					    1e-6f * (1 + fabsf(before[i])));
+			for (size_t i = 0; i < N; i++) {
+				sent[i] += y[i];
+				truth[i] += x[i];
+			}
+		}
+		/* Sum of what was sent trails the truth by the residual only.
+		 */
+		for (size_t i = 0; i < N; i++)
+			assert_true(fabs(sent[i] + res[i] - truth[i]) <
+				    1e-3 * (1 + fabs(truth[i])));
+	}
+	free(x);
+	free(res);
+	free(y);
+	free(sent);
+	free(truth);
+	free(enc);
+}
+
+#ifdef HAVE_MPI
+/* Residuals are kept per key and reset when the size changes. */
+static void test_residual_store(void **state)
+{
+	struct isle__chan ch;
+	float *r1, *r2;
+
+	memset(&ch, 0, sizeof(ch));
+	r1 = isle__residual(&ch, 42, 0, 100);
+	assert_non_null(r1);
+	r1[5] = 3.0f;
+	assert_ptr_equal(isle__residual(&ch, 42, 0, 100), r1);
+	assert_true(r1[5] == 3.0f);
+	r2 = isle__residual(&ch, 42, 1, 100); /* other stage: other buffer */
+	assert_true(r2 != r1 && r2[5] == 0.0f);
+	r1 = isle__residual(&ch, 42, 0, 101); /* size changed: zeroed */
+	for (int i = 0; i < 101; i++)
+		assert_true(r1[i] == 0.0f);
+	for (uint64_t k = 0; k < 1000; k++) /* bounded (LRU) */
+		assert_non_null(isle__residual(&ch, 1000 + k, 0, 4));
+	for (struct isle__resid *e = ch.resid, *n; e; e = n) {
+		n = e->next;
+		free(e->r);
+		free(e);
+	}
+}
+#endif
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_backends_identical),
+	    cmocka_unit_test(test_fp16_all_halves),
+	    cmocka_unit_test(test_error_bounds),
+	    cmocka_unit_test(test_decode_acc),
+	    cmocka_unit_test(test_topk_select),
+	    cmocka_unit_test(test_topk_ef_large),
+	    cmocka_unit_test(test_error_feedback),
+#ifdef HAVE_MPI
+	    cmocka_unit_test(test_residual_store),
+#endif
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

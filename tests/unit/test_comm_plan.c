@@ -1,0 +1,264 @@
+/*
+ * test_comm_plan - the plan parser against tests/golden/plan/:
+ *   good-*.json  must load; isle_plan_write() output must equal good-*.out
+ *                and must load again to the same output (round trip);
+ *   bad-*.json   must fail with exactly the line in bad-*.err.
+ * ISLE_GOLDEN_UPDATE=1 rewrites the expected files (review the diff).
+ * Also: plans derived from host names.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "isle_comm.h"
+
+#ifndef ISLE_SRCDIR
+#define ISLE_SRCDIR "."
+#endif
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static char *plan_text(const struct isle_plan *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(isle_plan_write(p, f), 0);
+	fclose(f);
+	return buf;
+}
+
+static void expect_file(const char *path, const char *got)
+{
+	char *want;
+
+	if (getenv("ISLE_GOLDEN_UPDATE")) {
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs(got, f);
+		fclose(f);
+		return;
+	}
+	want = slurp(path);
+	if (!want)
+		fail_msg("missing golden file %s (ISLE_GOLDEN_UPDATE=1)", path);
+	if (strcmp(want, got))
+		fail_msg("%s differs:\n--- want\n%s--- got\n%s", path, want,
+			 got);
+	free(want);
+}
+
+static void test_golden(void **state)
+{
+	DIR *d;
+	struct dirent *e;
+	int ngood = 0, nbad = 0;
+
+	assert_int_equal(chdir(ISLE_SRCDIR "/tests/golden/plan"), 0);
+	d = opendir(".");
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+		size_t len = strlen(name);
+		char exp[512], err[512] = "";
+		struct isle_plan *p = NULL, *p2 = NULL;
+		int rc;
+
+		if (len < 6 || strcmp(name + len - 5, ".json"))
+			continue;
+		snprintf(exp, sizeof(exp), "%.*s.%s", (int)(len - 5), name,
+			 name[0] == 'g' ? "out" : "err");
+		rc = isle_plan_load(name, &p, err, sizeof(err));
+		if (!strncmp(name, "good-", 5)) {
+			char *text, *text2;
+
+			if (rc)
+				fail_msg("%s: %s", name, err);
+			text = plan_text(p);
+			expect_file(exp, text);
+			/* What isle_plan_write() emits loads back the same. */
+			rc = isle_plan_parse(text, strlen(text), name, &p2, err,
+					     sizeof(err));
+			if (rc)
+				fail_msg("%s (rewritten): %s", name, err);
+			text2 = plan_text(p2);
+			assert_string_equal(text, text2);
+			free(text);
+			free(text2);
+			isle_plan_destroy(p2);
+			ngood++;
+		} else if (!strncmp(name, "bad-", 4)) {
+			if (!rc)
+				fail_msg("%s: loaded, expected an error", name);
+			assert_null(p);
+			assert_int_equal(rc, -EINVAL);
+			strcat(err, "\n");
+			expect_file(exp, err);
+			nbad++;
+		}
+		isle_plan_destroy(p);
+	}
+	closedir(d);
+	assert_true(ngood >= 3);
+	assert_true(nbad >= 10);
+}
+
+static void test_missing_file(void **state)
+{
+	struct isle_plan *p = (struct isle_plan *)1;
+	char err[256];
+
+	assert_int_equal(
+	    isle_plan_load("/nonexistent/plan.json", &p, err, sizeof(err)),
+	    -ENOENT);
+	assert_null(p);
+	assert_non_null(strstr(err, "/nonexistent/plan.json"));
+}
+
+static void test_dense_ids(void **state)
+{
+	static const char json[] =
+	    "{\"isle_plan\":1,\"ranks\":["
+	    "{\"rank\":0,\"node\":\"x\",\"island\":\"A\",\"leaf\":\"L2\"},"
+	    "{\"rank\":1,\"node\":\"y\",\"island\":\"A\",\"leaf\":\"L1\"},"
+	    "{\"rank\":2,\"node\":\"x\",\"island\":\"B\",\"leaf\":\"L2\"},"
+	    "{\"rank\":3,\"node\":\"z\"}],"
+	    "\"levels\":[{\"name\":\"a\",\"bw_gbps\":1,\"lat_us\":0},"
+	    "{\"name\":\"b\",\"bw_gbps\":1,\"lat_us\":0}]}";
+	struct isle_plan *p;
+	char err[256];
+
+	assert_int_equal(
+	    isle_plan_parse(json, sizeof(json) - 1, "t", &p, err, sizeof(err)),
+	    0);
+	assert_int_equal(p->ranks[0].node_id, 0);
+	assert_int_equal(p->ranks[1].node_id, 1);
+	assert_int_equal(p->ranks[2].node_id, 0);
+	assert_int_equal(p->ranks[3].node_id, 2);
+	assert_int_equal(p->ranks[1].island_id, 0);
+	assert_int_equal(p->ranks[2].island_id, 1);
+	assert_int_equal(p->ranks[3].island_id, 2); /* defaults to node "z" */
+	assert_string_equal(p->ranks[3].island, "z");
+	assert_int_equal(p->ranks[1].leaf_id, 1);
+	assert_int_equal(p->ranks[2].leaf_id, 0);
+	assert_int_equal(p->ranks[3].leaf_id, 2);
+	assert_int_equal(p->levels[0].scope, ISLE_SCOPE_ISLAND);
+	assert_int_equal(p->levels[1].scope, ISLE_SCOPE_JOB);
+	assert_int_equal(p->levels[0].codec.kind, ISLE_CODEC_NONE);
+	isle_plan_destroy(p);
+}
+
+static void test_from_hosts(void **state)
+{
+	const char *mixed[] = {"a", "a", "b", "a"};
+	const char *one[] = {"a", "a", "a"};
+	const char *spread[] = {"a", "b", "c"};
+	struct isle_plan *p;
+
+	unsetenv("ISLE_COMM_NET_GBPS");
+	assert_int_equal(isle_plan_from_hosts(mixed, 4, &p, NULL, 0), 0);
+	assert_int_equal(p->nlevels, 2);
+	assert_int_equal(p->levels[0].scope, ISLE_SCOPE_ISLAND);
+	assert_int_equal(p->levels[1].scope, ISLE_SCOPE_JOB);
+	assert_int_equal(p->ranks[3].island_id, 0);
+	assert_int_equal(p->ranks[2].island_id, 1);
+	assert_string_equal(p->source, "hostnames");
+	isle_plan_destroy(p);
+
+	assert_int_equal(isle_plan_from_hosts(one, 3, &p, NULL, 0), 0);
+	assert_int_equal(p->nlevels, 1);
+	assert_int_equal(p->levels[0].scope, ISLE_SCOPE_JOB);
+	isle_plan_destroy(p);
+
+	setenv("ISLE_COMM_NET_GBPS", "3.5", 1);
+	assert_int_equal(isle_plan_from_hosts(spread, 3, &p, NULL, 0), 0);
+	assert_int_equal(p->nlevels, 1);
+	assert_string_equal(p->levels[0].name, "network");
+	assert_true(p->levels[0].bw_gbps == 3.5);
+	isle_plan_destroy(p);
+
+	setenv("ISLE_COMM_NET_GBPS", "fast", 1);
+	{
+		char err[128] = "";
+
+		assert_int_equal(
+		    isle_plan_from_hosts(spread, 3, &p, err, sizeof(err)),
+		    -EINVAL);
+		assert_non_null(strstr(err, "ISLE_COMM_NET_GBPS"));
+	}
+	unsetenv("ISLE_COMM_NET_GBPS");
+}
+
+/* Regression: byte counts that overflow (strtoull ERANGE, or the K/M/G
+ * shift) wrapped silently, e.g. 17179869184G to 0; now they are errors. */
+static void test_env_size_overflow(void **state)
+{
+	static const char *const bad[] = {"99999999999999999999",
+					  "17179869184G",
+					  "18446744073709551615K",
+					  "-1",
+					  "4X",
+					  "M"};
+	struct isle_comm_config cfg;
+	char err[160];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		isle_comm_config_default(&cfg);
+		setenv("ISLE_COMM_FUSION_BYTES", bad[i], 1);
+		err[0] = '\0';
+		assert_int_equal(
+		    isle_comm_config_from_env(&cfg, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "ISLE_COMM_FUSION_BYTES"));
+	}
+	setenv("ISLE_COMM_FUSION_BYTES", "4M", 1);
+	isle_comm_config_default(&cfg);
+	assert_int_equal(isle_comm_config_from_env(&cfg, err, sizeof(err)), 0);
+	assert_true(cfg.fusion_bytes == (size_t)4 << 20);
+	setenv("ISLE_COMM_FUSION_BYTES", "16G", 1);
+	assert_int_equal(isle_comm_config_from_env(&cfg, err, sizeof(err)), 0);
+	assert_true(cfg.fusion_bytes == (size_t)16 << 30);
+	unsetenv("ISLE_COMM_FUSION_BYTES");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_dense_ids),
+	    cmocka_unit_test(test_from_hosts),
+	    cmocka_unit_test(test_env_size_overflow),
+	    cmocka_unit_test(test_golden),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,234 @@
+/*
+ * test_slurm_plugin_explain.c - `islectl explain` on decision records
+ * (slurm_plugin/explain.c): text rendering, bad records, the command line.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "isle_slurm.h"
+#include "islectl.h"
+
+/* A record as topology/isle writes it (isle_decision.c). */
+static const char *record =
+    "{\"job_id\": 42, \"time\": 1700000000,"
+    " \"cluster_file\": \"/etc/slurm/isle.json\","
+    " \"line\": \"isle: tp=8 pp=1 dp=1 nodes=n[02-03] islands=nvl1 leafs=1 "
+    "tp_in_island=1/1 cost=1.00x\","
+    " \"why\": \"nvl1 ties on cost with nvl3 and leaves less fragmentation "
+    "(0.250 vs 0.500)\","
+    " \"request\": {\"gpus\": 8, \"nodes\": 2, \"gpus_per_node\": 4, \"tp\": "
+    "8, \"pp\": 1,"
+    "   \"mode\": \"required\", \"max_span\": \"core\"},"
+    " \"placement\": {\"nodes\": \"n[02-03]\", \"per_node\": ["
+    "   {\"node\": \"n02\", \"gpus\": [0, 1, 2, 3]}, {\"node\": \"n03\", "
+    "\"gpus\": [0, 1, 4, 5, 7]}],"
+    "   \"tp\": 8, \"pp\": 1, \"dp\": 1, \"tp_groups\": 1, \"tp_in_island\": 1,"
+    "   \"islands\": \"nvl1\", \"leafs\": 1, \"span\": \"island\","
+    "   \"cost\": {\"tp\": 10.0, \"pp\": 0.0, \"dp\": 0.0, \"total\": 10.0},"
+    "   \"ideal\": {\"tp\": 10.0, \"pp\": 0.0, \"dp\": 0.0, \"total\": 10.0},"
+    "   \"cost_ratio\": 1.0, \"frag\": 0.25},"
+    " \"candidates\": ["
+    "   {\"scope\": \"nvl1\", \"tier\": \"island\", \"feasible\": true, "
+    "\"cost\": 10.0, \"frag\": 0.25, \"chosen\": true, \"note\": \"best so "
+    "far\"},"
+    "   {\"scope\": \"nvl3\", \"tier\": \"island\", \"feasible\": true, "
+    "\"cost\": 10.0, \"frag\": 0.5, \"chosen\": false, \"note\": \"\"},"
+    "   {\"scope\": \"leaf-group-0\", \"tier\": \"leaf\", \"feasible\": false, "
+    "\"chosen\": false, \"note\": \"span leaf > island\"}]}";
+
+static char dir[] = "/tmp/isle-explain-test.XXXXXX";
+
+static int setup(void **state)
+{
+	char path[256];
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/isle", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/isle/job_42.json", dir);
+	f = fopen(path, "w");
+	fputs(record, f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/isle/job_45.json", dir);
+	f = fopen(path, "w");
+	fputs("{\"job_id\": 45, \"line\": \"isle: waiting: no placement now\","
+	      " \"why\": \"no placement now\", \"request\": {\"tp\": 8},"
+	      " \"candidates\": []}",
+	      f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/isle/job_43.json", dir);
+	f = fopen(path, "w");
+	fputs("{\"job_id\": 43, ", f); /* truncated */
+	fclose(f);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *render(const char *name, int json, int *rc, char *err,
+		    size_t errlen)
+{
+	char path[256], *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	snprintf(path, sizeof(path), "%s/isle/%s", dir, name);
+	*rc = isle_explain_print(path, json, out, err, errlen);
+	fclose(out);
+	return buf;
+}
+
+static void test_text(void **state)
+{
+	char err[256];
+	int rc;
+	char *out = render("job_42.json", 0, &rc, err, sizeof(err));
+
+	assert_int_equal(rc, 0);
+	assert_non_null(
+	    strstr(out, "Job 42: isle: tp=8 pp=1 dp=1 nodes=n[02-03]"));
+	assert_non_null(strstr(out, "mode=required"));
+	/* GPU lists are compressed into ranges. */
+	assert_non_null(strstr(out, "n02 GPUs 0-3;"));
+	assert_non_null(strstr(out, "n03 GPUs 0-1,4-5,7;"));
+	assert_non_null(strstr(out, "1 of 1 TP groups inside one island"));
+	assert_non_null(strstr(out, "ratio 1.00x"));
+	/* The winner is starred, infeasible candidates have no score. */
+	assert_non_null(strstr(out, "* nvl1"));
+	assert_null(strstr(out, "* nvl3"));
+	assert_non_null(strstr(out, "span leaf > island"));
+	assert_non_null(strstr(out, "Why:        nvl1 ties on cost"));
+	free(out);
+
+	out = render("job_42.json", 1, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"job_id\""));
+	free(out);
+}
+
+/* A job isle did not place: no placement section. */
+static void test_no_placement(void **state)
+{
+	char err[256];
+	int rc;
+	char *out = render("job_45.json", 0, &rc, err, sizeof(err));
+
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "Job 45: isle: waiting: no placement now"));
+	assert_non_null(strstr(out, "tp=8"));
+	assert_null(strstr(out, "Placement:"));
+	assert_non_null(strstr(out, "Why:        no placement now"));
+	free(out);
+}
+
+/*
+ * Regression: record strings with control characters (a newline or an
+ * escape sequence in a name, note or why) garbled the text output's lines.
+ * Text mode prints them as '?', one line per field; JSON keeps them.
+ */
+static void test_control_chars(void **state)
+{
+	static const char rec[] =
+	    "{\"job_id\": 46, \"line\": \"isle: tp=4 pp=1 dp=1 nodes=n01\","
+	    " \"why\": \"n\\u001b[2Jodd has the lowest modelled cost\\nsecond "
+	    "line\\r\","
+	    " \"candidates\": [{\"scope\": \"n\\u0007odd\", \"tier\": "
+	    "\"island\", \"feasible\": true, \"cost\": 1.0, \"frag\": 0.0,"
+	    " \"chosen\": true, \"note\": \"best\\tso far\"}]}";
+	char path[256], err[256], *line, *end;
+	int rc;
+	FILE *f;
+	char *out;
+
+	snprintf(path, sizeof(path), "%s/isle/job_46.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(rec, f);
+	fclose(f);
+	out = render("job_46.json", 0, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	for (const char *p = out; *p; p++)
+		assert_true(*p == '\n' || !iscntrl((unsigned char)*p));
+	line = strstr(out, "Why:        ");
+	assert_non_null(line);
+	end = strchr(line, '\n');
+	assert_non_null(end);
+	*end = '\0';
+	assert_string_equal(line, "Why:        n?[2Jodd has the lowest "
+				  "modelled cost?second line?");
+	*end = '\n';
+	assert_non_null(strstr(out, "* n?odd"));
+	assert_non_null(strstr(out, "best?so far"));
+	free(out);
+
+	out = render("job_46.json", 1, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\\nsecond line"));
+	free(out);
+}
+
+static void test_bad_records(void **state)
+{
+	char err[256];
+	int rc;
+	char *out = render("job_43.json", 0, &rc, err, sizeof(err));
+
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(
+	    strstr(err, "job_43.json: not a valid decision record"));
+	free(out);
+	out = render("job_44.json", 0, &rc, err, sizeof(err));
+	assert_int_equal(rc, -ENOENT);
+	assert_non_null(strstr(err, "job_44.json"));
+	free(out);
+}
+
+static void test_command_line(void **state)
+{
+	char *ok[] = {"explain", "--state-dir", dir, "42", NULL};
+	char *missing[] = {"explain", "--state-dir", dir, "44", NULL};
+	char *bad_id[] = {"explain", "--state-dir", dir, "4x2", NULL};
+	char *no_id[] = {"explain", NULL};
+	FILE *saved = stdout;
+
+	/* Keep the test output clean. */
+	stdout = fopen("/dev/null", "w");
+	assert_int_equal(isle__cmd_explain(4, ok), 0);
+	fclose(stdout);
+	stdout = saved;
+	assert_int_equal(isle__cmd_explain(4, missing), 1);
+	assert_int_equal(isle__cmd_explain(4, bad_id), 2);
+	assert_int_equal(isle__cmd_explain(1, no_id), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_no_placement),
+	    cmocka_unit_test(test_control_chars),
+	    cmocka_unit_test(test_bad_records),
+	    cmocka_unit_test(test_command_line),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

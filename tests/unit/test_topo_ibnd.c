@@ -1,0 +1,668 @@
+/*
+ * test_topo_ibnd.c - ibnetdiscover dump reader: golden summaries, error
+ * messages, and the X5 fabric against the topology.conf its admins wrote.
+ *
+ * Golden files live in tests/golden/ibnd/: every NAME.out or NAME.net input
+ * has either NAME.summary (expected isle_ibnd_summary output) or NAME.err
+ * (expected error, with the directory stripped from the path). Real dumps
+ * from $ISLE_SHARED_DATA (default ../shared/data) are compared with
+ * shared-NAME.summary. ISLE_GOLDEN_UPDATE=1 rewrites the expected files.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "isle_topo.h"
+
+#define GOLDEN "tests/golden/ibnd"
+
+static char warnings[65536];
+
+static void collect_warning(void *arg, const char *msg)
+{
+	size_t len = strlen(warnings);
+
+	snprintf(warnings + len, sizeof(warnings) - len, "%s\n", msg);
+}
+
+static int setup(void **state)
+{
+	warnings[0] = '\0';
+	isle_topo_set_warn(collect_warning, NULL);
+	return 0;
+}
+
+static const char *shared_dir(void)
+{
+	const char *d = getenv("ISLE_SHARED_DATA");
+
+	return d && *d ? d : "../shared/data";
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+	long n;
+
+	if (!fp)
+		return NULL;
+	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0) {
+		rewind(fp);
+		buf = malloc((size_t)n + 1);
+		if (buf) {
+			len = fread(buf, 1, (size_t)n, fp);
+			buf[len] = '\0';
+		}
+	}
+	fclose(fp);
+	return buf;
+}
+
+static void spew(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static int updating(void)
+{
+	const char *u = getenv("ISLE_GOLDEN_UPDATE");
+
+	return u && *u && strcmp(u, "0") != 0;
+}
+
+/* Compares text with the golden file, or rewrites it in update mode. */
+static void check_golden(const char *expected_path, const char *text)
+{
+	char *want;
+
+	if (updating()) {
+		spew(expected_path, text);
+		return;
+	}
+	want = slurp(expected_path);
+	if (!want)
+		fail_msg("missing golden file %s", expected_path);
+	if (strcmp(want, text) != 0) {
+		const char *a = want, *b = text;
+		int line = 1;
+
+		while (*a && *a == *b) {
+			if (*a == '\n')
+				line++;
+			a++;
+			b++;
+		}
+		fail_msg("%s differs at line %d", expected_path, line);
+	}
+	free(want);
+}
+
+/* Error text with the directory of the input dropped: "x.out:3: ...". */
+static const char *strip_dir(const char *err, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strncmp(err, dir, n) == 0 && err[n] == '/')
+		return err + n + 1;
+	return err;
+}
+
+static void run_golden_case(const char *dir, const char *name, const char *ext)
+{
+	char in[512], exp[512], err[512];
+	isle_ibnd_fabric *f = NULL;
+	int rc;
+
+	snprintf(in, sizeof(in), "%s/%s%s", dir, name, ext);
+	snprintf(exp, sizeof(exp), "%s/%s.err", dir, name);
+	rc = isle_ibnd_parse(in, NULL, &f, err, sizeof(err));
+	if (exists(exp) || (updating() && strncmp(name, "bad-", 4) == 0)) {
+		char line[600];
+
+		if (rc == 0)
+			fail_msg("%s parsed, expected an error", in);
+		assert_null(f);
+		snprintf(line, sizeof(line), "%s\n", strip_dir(err, dir));
+		check_golden(exp, line);
+		return;
+	}
+	if (rc != 0)
+		fail_msg("%s: %s", in, err);
+	snprintf(exp, sizeof(exp), "%s/%s.summary", dir, name);
+	char *sum = isle_ibnd_summary(f);
+
+	assert_non_null(sum);
+	check_golden(exp, sum);
+	free(sum);
+	isle_ibnd_fabric_destroy(f);
+}
+
+static void test_golden_dir(void **state)
+{
+	struct dirent *de;
+	DIR *d = opendir(GOLDEN);
+	int cases = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char name[256];
+		const char *dot = strrchr(de->d_name, '.');
+
+		if (!dot || (strcmp(dot, ".out") && strcmp(dot, ".net")))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(dot - de->d_name),
+			 de->d_name);
+		run_golden_case(GOLDEN, name, dot);
+		cases++;
+	}
+	closedir(d);
+	/* small.net, small-full.out and the bad-*.out variants. */
+	assert_true(cases >= 8);
+}
+
+/* --- Real dumps --------------------------------------------------------- */
+
+static isle_ibnd_fabric *parse_shared(const char *file, const char *map,
+				      const char *spine, unsigned flags)
+{
+	char dump[512], m[512], s[512], err[512];
+	struct isle_ibnd_opts o = {.flags = flags};
+	isle_ibnd_fabric *f = NULL;
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(), file);
+	if (!exists(dump))
+		return NULL;
+	if (map) {
+		snprintf(m, sizeof(m), "%s/ibnetdiscover/%s", shared_dir(),
+			 map);
+		o.guid_map = m;
+	}
+	if (spine) {
+		snprintf(s, sizeof(s), "%s/ibnetdiscover/%s", shared_dir(),
+			 spine);
+		o.spine_map = s;
+	}
+	if (isle_ibnd_parse(dump, &o, &f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	return f;
+}
+
+static void test_ndr_golden_and_counts(void **state)
+{
+	isle_ibnd_fabric *f =
+	    parse_shared("topograph-ndr-example.out", NULL, NULL, 0);
+	int i, j, leafs_named = 0, spines_named = 0, rail = 0;
+
+	if (!f)
+		skip();
+	char *sum = isle_ibnd_summary(f);
+
+	check_golden(GOLDEN "/shared-topograph-ndr-example.summary", sum);
+	free(sum);
+
+	assert_int_equal(f->nswitches, 40);
+	assert_int_equal(f->nlevel[ISLE_SW_LEAF], 31);
+	assert_int_equal(f->nlevel[ISLE_SW_SPINE], 9);
+	assert_int_equal(f->naggregation, 40);
+	assert_int_equal(f->nrails, 4);
+	for (i = 0; i < f->nnodes; i++) {
+		const struct isle_ibnd_node *n = &f->nodes[i];
+
+		if (n->type != ISLE_IBND_SWITCH)
+			continue;
+		/* The site named its switches; levels come from cabling. */
+		if (n->level == ISLE_SW_LEAF && strstr(n->desc, "IBLEAF"))
+			leafs_named++;
+		if (n->level == ISLE_SW_SPINE && strstr(n->desc, "IBSPINE"))
+			spines_named++;
+		/* Rail-optimized: a leaf's hosts share its rail, and every
+		 * host that does not is reported. */
+		if (n->level == ISLE_SW_LEAF)
+			assert_true(n->rail >= 0 && n->rail < 4);
+		for (j = 0; j < n->nlinks; j++) {
+			const struct isle_ibnd_node *c =
+			    &f->nodes[n->links[j].peer];
+			char needle[128];
+
+			if (!c->host || c->rail == n->rail)
+				continue;
+			snprintf(needle, sizeof(needle), "%s %s (rail %d)",
+				 c->host, c->hca, c->rail);
+			if (!strstr(warnings, needle))
+				fail_msg("no warning for %s", needle);
+			rail++;
+		}
+	}
+	/* Off-rail CAs are exceptions (crossed cables, management hosts). */
+	assert_true(rail > 0 && rail < f->nhost_cas / 20);
+	assert_int_equal(leafs_named, 31);
+	assert_int_equal(spines_named, 9);
+	/* "a08-p1-dgx-04-c17 mlx5_5": host and HCA from the description. */
+	for (i = 0; i < f->nnodes; i++)
+		if (f->nodes[i].host &&
+		    strcmp(f->nodes[i].host, "a08-p1-dgx-04-c17") == 0 &&
+		    strcmp(f->nodes[i].hca, "mlx5_5") == 0)
+			break;
+	assert_true(i < f->nnodes);
+	assert_int_equal(f->nodes[i].rail, 3);
+	isle_ibnd_fabric_destroy(f);
+}
+
+static void test_ndr_into_model(void **state)
+{
+	char dump[512], err[512];
+	isle_topo *t;
+	int i, hosts_with_4 = 0;
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
+		 "topograph-ndr-example.out");
+	if (!exists(dump))
+		skip();
+	t = isle_topo_create();
+	assert_non_null(t);
+	if (isle_ibnd_load(t, dump, NULL, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_non_null(strstr(warnings, "40 aggregation nodes and"));
+	assert_non_null(strstr(warnings, "anonymous CAs excluded"));
+	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(t->nswitches, 40);
+	for (i = 0; i < t->nnodes; i++) {
+		const struct isle_node *n = &t->nodes[i];
+		int r, k, seen = 0;
+
+		for (k = 0; k < n->nnics; k++) {
+			r = n->nics[k].rail;
+			assert_true(r >= 0 && r < 4);
+			assert_true(n->nics[k].sw >= 0);
+			assert_true(n->nics[k].gbps > 0);
+			assert_int_equal(seen & (1 << r),
+					 0); /* one NIC per rail */
+			seen |= 1 << r;
+		}
+		if (seen == 0xf)
+			hosts_with_4++;
+	}
+	assert_true(hosts_with_4 > 100);
+	isle_topo_destroy(t);
+}
+
+static void test_bad_dump_real(void **state)
+{
+	char dump[512], err[512] = "";
+	isle_topo *t;
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
+		 "topograph-example-bad.out");
+	if (!exists(dump))
+		skip();
+	t = isle_topo_create();
+	assert_int_equal(isle_ibnd_load(t, dump, NULL, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "topograph-example-bad.out:10: "));
+	assert_non_null(strstr(err, "truncated"));
+	/* No partial model. */
+	assert_int_equal(t->nnodes, 0);
+	assert_int_equal(t->nswitches, 0);
+	isle_topo_destroy(t);
+}
+
+/* --- X5: the fabric vs. the topology.conf generated by its admins ------- */
+
+struct strset {
+	int n;
+	char *v[256];
+};
+
+static void set_add(struct strset *s, const char *x)
+{
+	int i;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], x) == 0)
+			return;
+	assert_true(s->n < 256);
+	s->v[s->n++] = strdup(x);
+}
+
+static void set_free(struct strset *s)
+{
+	while (s->n)
+		free(s->v[--s->n]);
+}
+
+static int set_equal(const struct strset *a, const struct strset *b)
+{
+	int i, j;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		for (j = 0; j < b->n && strcmp(a->v[i], b->v[j]); j++)
+			;
+		if (j == b->n)
+			return 0;
+	}
+	return 1;
+}
+
+/* Expands a Slurm hostlist "a[1-3,5],b" with the library's expander. */
+static void expand_hostlist(const char *list, struct strset *out)
+{
+	char **names = NULL, err[256];
+	int n = 0, i;
+
+	if (isle_hostlist_expand(list, &names, &n, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (i = 0; i < n; i++)
+		set_add(out, names[i]);
+	isle_hostlist_free(names, n);
+}
+
+static void test_x5_matches_topology_conf(void **state)
+{
+	char dump[512], map[512], spine[512], conf[512], err[512];
+	struct isle_ibnd_opts o = {.flags = ISLE_IBND_KEEP_ANONYMOUS};
+	char *text, *line, *save = NULL;
+	isle_topo *t;
+	int checked = 0, i;
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
+		 shared_dir());
+	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
+	snprintf(spine, sizeof(spine), "%s/ibnetdiscover/X5.spine",
+		 shared_dir());
+	snprintf(conf, sizeof(conf), "%s/ibnetdiscover/X5.topology.conf",
+		 shared_dir());
+	if (!exists(dump) || !exists(conf))
+		skip();
+	o.guid_map = map;
+	o.spine_map = spine;
+	t = isle_topo_create();
+	/* The spine list changes nothing here; the map alone (what
+	 * `islectl build` passes) gives the same model. */
+	if (isle_ibnd_load(t, dump, map, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	i = t->nnodes;
+	isle_topo_destroy(t);
+	t = isle_topo_create();
+	if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(t->nnodes, i);
+	assert_int_equal(t->nnodes, 89);
+	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+
+	text = slurp(conf);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct strset want = {0}, got = {0};
+		char swname[128], list[4096];
+		const struct isle_switch *sw;
+		int s;
+
+		if (sscanf(line, "SwitchName=%127s Nodes=%4095s", swname,
+			   list) == 2) {
+			s = isle_topo_find_switch(t, swname);
+			if (s < 0)
+				fail_msg("switch %s not in the model", swname);
+			sw = &t->switches[s];
+			expand_hostlist(list, &want);
+			for (i = 0; i < sw->nnodes; i++)
+				set_add(&got, t->nodes[sw->nodes[i]].name);
+			assert_int_equal(sw->level, ISLE_SW_LEAF);
+		} else if (sscanf(line, "SwitchName=%127s Switches=%4095s",
+				  swname, list) == 2) {
+			s = isle_topo_find_switch(t, swname);
+			if (s < 0)
+				fail_msg("switch %s not in the model", swname);
+			sw = &t->switches[s];
+			expand_hostlist(list, &want);
+			/* ibmap2slurm lists every switch cabled to a spine. */
+			for (i = 0; i < sw->nup; i++)
+				set_add(&got, t->switches[sw->up[i]].name);
+			for (i = 0; i < sw->ndown; i++)
+				set_add(&got, t->switches[sw->down[i]].name);
+		} else {
+			continue;
+		}
+		if (!set_equal(&want, &got))
+			fail_msg("%s: %d expected, %d in the model", swname,
+				 want.n, got.n);
+		checked++;
+		set_free(&want);
+		set_free(&got);
+	}
+	free(text);
+	assert_int_equal(checked, t->nswitches);
+	assert_int_equal(checked, 11);
+	isle_topo_destroy(t);
+}
+
+static void test_x5_golden(void **state)
+{
+	isle_ibnd_fabric *f =
+	    parse_shared("X5.topofile", "X5.map", "X5.spine", 0);
+	if (!f)
+		skip();
+	char *sum = isle_ibnd_summary(f);
+
+	check_golden(GOLDEN "/shared-X5.summary", sum);
+	/* Without KEEP_ANONYMOUS the three unmapped HCAs stay out. */
+	assert_int_equal(f->nanonymous, 3);
+	assert_int_equal(f->nhosts, 86);
+	free(sum);
+	isle_ibnd_fabric_destroy(f);
+}
+
+/* --- Options and odd inputs -------------------------------------------- */
+
+static void write_tmp(char *path, size_t len, const char *tag, const char *text)
+{
+	snprintf(path, len, "/tmp/isle-test-ibnd-%d-%s", (int)getpid(), tag);
+	spew(path, text);
+}
+
+static void test_map_formats(void **state)
+{
+	char map[256], err[512];
+	struct isle_ibnd_opts o = {0};
+	isle_ibnd_fabric *f = NULL;
+	int i, found = 0;
+
+	/* ibnetdiscover --node-name-map style, then the X5 style. */
+	write_tmp(map, sizeof(map), "map",
+		  "# comment\n"
+		  "0x0002c90000000901 \"gpu09 mlx5_0\"\n"
+		  "H-0002c90000000a01 gpu10\n");
+	o.guid_map = map;
+	assert_int_equal(
+	    isle_ibnd_parse(GOLDEN "/small.net", &o, &f, err, sizeof(err)), 0);
+	for (i = 0; i < f->nnodes; i++) {
+		const struct isle_ibnd_node *n = &f->nodes[i];
+
+		if (n->guid == 0x0002c90000000901ull) {
+			assert_string_equal(n->host, "gpu09");
+			assert_string_equal(n->hca, "mlx5_0");
+			assert_int_equal(n->rail, 0);
+			found++;
+		}
+		if (n->guid == 0x0002c90000000a01ull) {
+			assert_string_equal(n->host, "gpu10");
+			/* HCA name still comes from the description. */
+			assert_string_equal(n->hca, "mlx5_0");
+			found++;
+		}
+	}
+	assert_int_equal(found, 2);
+	assert_int_equal(f->nanonymous, 0);
+	assert_int_equal(f->nhosts, 5);
+	isle_ibnd_fabric_destroy(f);
+
+	write_tmp(map, sizeof(map), "map", "H-0002c90000000901\n");
+	assert_int_equal(
+	    isle_ibnd_parse(GOLDEN "/small.net", &o, &f, err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err, ":1: expected \"GUID hostname\""));
+	assert_null(f);
+	unlink(map);
+
+	o.guid_map = "/nonexistent/x.map";
+	assert_true(
+	    isle_ibnd_parse(GOLDEN "/small.net", &o, &f, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "/nonexistent/x.map"));
+}
+
+static void test_spine_list_and_prompt(void **state)
+{
+	char spine[256], err[512];
+	struct isle_ibnd_opts o = {0};
+	isle_ibnd_fabric *f = NULL;
+	int i;
+
+	assert_int_equal(isle_ibnd_parse(GOLDEN "/small-full.out", NULL, &f,
+					 err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(warnings, "small-full.out:1: skipping"));
+	isle_ibnd_fabric_destroy(f);
+
+	/* A listed switch is never a leaf even with hosts cabled to it; the
+	 * unlisted switches above it move up. */
+	write_tmp(spine, sizeof(spine), "spine", "0x0002c90000000020\n");
+	o.spine_map = spine;
+	assert_int_equal(
+	    isle_ibnd_parse(GOLDEN "/small.net", &o, &f, err, sizeof(err)), 0);
+	i = isle_ibnd_find(f, "S-0002c90000000020");
+	assert_true(i >= 0);
+	assert_int_equal(f->nodes[i].level, ISLE_SW_CORE);
+	i = isle_ibnd_find(f, "S-0002c90000000030");
+	assert_int_equal(f->nodes[i].level, ISLE_SW_SPINE);
+	assert_int_equal(isle_ibnd_find(f, "S-nope"), -1);
+	isle_ibnd_fabric_destroy(f);
+	unlink(spine);
+}
+
+static void test_merge_into_existing_nodes(void **state)
+{
+	char err[512];
+	isle_topo *t = isle_topo_create();
+	int n, i;
+
+	/* A node known before the dump keeps its GPUs and gains NICs. */
+	n = isle_topo_add_node(t, "gpu02", 8);
+	assert_true(n >= 0);
+	assert_int_equal(
+	    isle_ibnd_load(t, GOLDEN "/small.net", NULL, err, sizeof(err)), 0);
+	assert_int_equal(t->nnodes, 3);
+	assert_int_equal(t->nodes[n].ngpus, 8);
+	assert_int_equal(t->nodes[n].nnics, 2);
+	/* Loading the same dump again changes nothing. */
+	assert_int_equal(
+	    isle_ibnd_load(t, GOLDEN "/small.net", NULL, err, sizeof(err)), 0);
+	assert_int_equal(t->nnodes, 3);
+	assert_int_equal(t->nswitches, 3);
+	assert_int_equal(t->nodes[n].nnics, 2);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
+	i = isle_topo_find_switch(t, "S-0002c90000000020");
+	assert_int_equal(t->switches[i].rail, 1);
+	assert_int_equal(t->switches[i].level, ISLE_SW_LEAF);
+	isle_topo_destroy(t);
+}
+
+/* Switches named by a one-word admin description keep it; generic firmware
+ * descriptions and descriptions two switches share fall back to the id. */
+static void test_switch_desc_names(void **state)
+{
+	static const char dump[] =
+	    "Switch\t4 \"S-00000000000000a1\"\t# \"rack1-leaf\" base port 0 lid 1 lmc 0\n"
+	    "[1]\t\"H-00000000000000b1\"[1]\t# \"gpu01 mlx5_0\" lid 11 4xNDR\n"
+	    "[2]\t\"S-00000000000000a3\"[1]\t# \"spine1\" lid 3 4xNDR\n"
+	    "[3]\t\"S-00000000000000a4\"[1]\t# \"Voltaire 4036 - 36 QDR ports switch\" lid 4 4xNDR\n"
+	    "\n"
+	    "Switch\t4 \"S-00000000000000a2\"\t# \"MF0;leaf-x:MQM9700/U1\" base port 0 lid 2 lmc 0\n"
+	    "[1]\t\"H-00000000000000b2\"[1]\t# \"gpu02 mlx5_0\" lid 12 4xNDR\n"
+	    "[2]\t\"S-00000000000000a3\"[2]\t# \"spine1\" lid 3 4xNDR\n"
+	    "[3]\t\"S-00000000000000a5\"[1]\t# \"twin\" lid 5 4xNDR\n"
+	    "\n"
+	    "Switch\t4 \"S-00000000000000a3\"\t# \"spine1\" base port 0 lid 3 lmc 0\n"
+	    "[1]\t\"S-00000000000000a1\"[2]\t# \"rack1-leaf\" lid 1 4xNDR\n"
+	    "[2]\t\"S-00000000000000a2\"[2]\t# \"MF0;leaf-x:MQM9700/U1\" lid 2 4xNDR\n"
+	    "\n"
+	    "Switch\t4 \"S-00000000000000a4\"\t# \"Voltaire 4036 - 36 QDR ports switch\" base port 0 lid 4 lmc 0\n"
+	    "[1]\t\"S-00000000000000a1\"[3]\t# \"rack1-leaf\" lid 1 4xNDR\n"
+	    "[2]\t\"S-00000000000000a6\"[1]\t# \"twin\" lid 6 4xNDR\n"
+	    "\n"
+	    "Switch\t4 \"S-00000000000000a5\"\t# \"twin\" base port 0 lid 5 lmc 0\n"
+	    "[1]\t\"S-00000000000000a2\"[3]\t# \"MF0;leaf-x:MQM9700/U1\" lid 2 4xNDR\n"
+	    "\n"
+	    "Switch\t4 \"S-00000000000000a6\"\t# \"twin\" base port 0 lid 6 lmc 0\n"
+	    "[1]\t\"S-00000000000000a4\"[2]\t# \"Voltaire 4036 - 36 QDR ports switch\" lid 4 4xNDR\n"
+	    "\n"
+	    "Ca\t1 \"H-00000000000000b1\"\t# \"gpu01 mlx5_0\"\n"
+	    "[1](00000000000000b1)\t\"S-00000000000000a1\"[1]\t# lid 11 lmc 0 \"rack1-leaf\" lid 1 4xNDR\n"
+	    "\n"
+	    "Ca\t1 \"H-00000000000000b2\"\t# \"gpu02 mlx5_0\"\n"
+	    "[1](00000000000000b2)\t\"S-00000000000000a2\"[1]\t# lid 12 lmc 0 \"MF0;leaf-x:MQM9700/U1\" lid 2 4xNDR\n";
+	char path[256], err[512];
+	isle_topo *t = isle_topo_create();
+	int i;
+
+	write_tmp(path, sizeof(path), "names", dump);
+	assert_int_equal(isle_ibnd_load(t, path, NULL, err, sizeof(err)), 0);
+	assert_int_equal(t->nswitches, 6);
+	i = isle_topo_find_switch(t, "rack1-leaf");
+	assert_true(i >= 0);
+	assert_int_equal(t->switches[i].guid, 0xa1);
+	assert_true(isle_topo_find_switch(t, "spine1") >= 0);
+	assert_true(isle_topo_find_switch(t, "S-00000000000000a2") >= 0);
+	assert_true(isle_topo_find_switch(t, "S-00000000000000a4") >= 0);
+	assert_true(isle_topo_find_switch(t, "S-00000000000000a5") >= 0);
+	assert_true(isle_topo_find_switch(t, "S-00000000000000a6") >= 0);
+	assert_int_equal(isle_topo_find_switch(t, "twin"), -1);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
+	isle_topo_destroy(t);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_golden_dir, setup),
+	    cmocka_unit_test_setup(test_ndr_golden_and_counts, setup),
+	    cmocka_unit_test_setup(test_ndr_into_model, setup),
+	    cmocka_unit_test_setup(test_bad_dump_real, setup),
+	    cmocka_unit_test_setup(test_x5_matches_topology_conf, setup),
+	    cmocka_unit_test_setup(test_x5_golden, setup),
+	    cmocka_unit_test_setup(test_map_formats, setup),
+	    cmocka_unit_test_setup(test_spine_list_and_prompt, setup),
+	    cmocka_unit_test_setup(test_merge_into_existing_nodes, setup),
+	    cmocka_unit_test_setup(test_switch_desc_names, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,366 @@
+/*
+ * test_topo_json.c - cluster file load, save and merge.
+ *
+ * Golden files in tests/golden/topology/: cluster-small.json (a loose,
+ * hand-written file using the shorthands) must save as
+ * cluster-small.saved.json, and that file must load and save unchanged.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "isle_topo.h"
+
+#ifndef TOPO_GOLDEN_DIR
+#define TOPO_GOLDEN_DIR "tests/golden/topology"
+#endif
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long len;
+
+	if (!f)
+		fail_msg("cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Compares text with a golden file; on a mismatch writes the actual text
+ * beside the build for inspection. */
+static void expect_golden(const char *text, const char *name)
+{
+	char path[512], *want;
+
+	snprintf(path, sizeof(path), "%s/%s", TOPO_GOLDEN_DIR, name);
+	want = read_file(path);
+	if (strcmp(text, want) != 0) {
+		char out[512];
+		FILE *f;
+
+		snprintf(out, sizeof(out), "/tmp/isle-golden-%s", name);
+		f = fopen(out, "w");
+		if (f) {
+			fputs(text, f);
+			fclose(f);
+		}
+		fail_msg("%s differs from %s (actual output in %s)", name, path,
+			 out);
+	}
+	free(want);
+}
+
+static isle_topo *load_ok(const char *path)
+{
+	char err[512] = "";
+	isle_topo *t = NULL;
+	int rc = isle_topo_load(path, &t, err, sizeof(err));
+
+	if (rc)
+		fail_msg("load %s: %d %s", path, rc, err);
+	return t;
+}
+
+static void test_golden_round_trip(void **state)
+{
+	isle_topo *t = load_ok(TOPO_GOLDEN_DIR "/cluster-small.json"), *t2;
+	char *json = isle_topo_to_json(t), *json2;
+	char err[512] = "";
+
+	assert_non_null(json);
+	expect_golden(json, "cluster-small.saved.json");
+	/* The saved form reads back to the same model and the same text. */
+	assert_int_equal(
+	    isle_topo_load_buf(json, "saved", &t2, err, sizeof(err)), 0);
+	json2 = isle_topo_to_json(t2);
+	assert_string_equal(json, json2);
+	free(json2);
+	isle_topo_destroy(t2);
+	free(json);
+	isle_topo_destroy(t);
+}
+
+/* What the shorthands and derivations of the golden input mean. */
+static void test_golden_model(void **state)
+{
+	isle_topo *t = load_ok(TOPO_GOLDEN_DIR "/cluster-small.json");
+	int dgx1 = isle_topo_find_node(t, "dgx01");
+	int dgx4 = isle_topo_find_node(t, "dgx04");
+	int gb1 = isle_topo_find_node(t, "gb01");
+	int pcie = isle_topo_find_node(t, "pcie01");
+	int spine = isle_topo_find_switch(t, "spine0");
+
+	assert_string_equal(t->name, "golden-small");
+	assert_int_equal(t->nnodes, 8);
+	assert_int_equal(t->total_gpus, 4 * 8 + 2 * 4 + 4 + 2);
+	assert_true(t->tier[ISLE_TIER_SPINE].oversub == 2.0);
+	assert_true(t->tier[ISLE_TIER_SPINE].bw_gbps == 50.0); /* default */
+	assert_true(t->tier[ISLE_TIER_ISLAND].bw_gbps == 400.5);
+	assert_string_equal(t->nodes[dgx1].gpus[3].bus_id, "0000:5d:00.0");
+	assert_int_equal(t->nodes[dgx1].gpus[3].nic, 1);
+	assert_int_equal(t->nodes[dgx1].gpus[7].numa, 1);
+	assert_int_equal(t->nodes[dgx4].nvlinks[7 * 8 + 6], 18);
+	assert_int_equal(t->nodes[dgx4].nics[2].rail, 2);
+	assert_true(t->nodes[dgx4].nics[2].gbps == 400.0);
+	assert_int_equal(t->nodes[dgx4].nics[2].guid, 0xb8cef60300000042ULL);
+	assert_int_equal(t->switches[spine].guid, 0x0002c90300a1b2c3ULL);
+	assert_int_equal(t->switches[spine].level, ISLE_SW_SPINE);
+	assert_int_equal(t->switches[isle_topo_find_switch(t, "su1-r2")].level,
+			 ISLE_SW_LEAF);
+	assert_int_equal(t->switches[isle_topo_find_switch(t, "su1-r2")].rail,
+			 2);
+	/* Racks: declared with members, implicit from a node, empty. */
+	assert_int_equal(t->nracks, 3);
+	assert_string_equal(t->racks[t->nodes[dgx1].rack].name, "rack-a");
+	assert_int_equal(t->racks[isle_topo_find_rack(t, "rack-b")].nnodes, 1);
+	assert_int_equal(t->racks[isle_topo_find_rack(t, "rack-c")].nnodes, 0);
+	/* Domain, islands, tiers. */
+	assert_int_equal(t->islands[t->nodes[gb1].domain].ngpus, 8);
+	assert_int_equal(t->nodes[pcie].nislands, 2);
+	assert_int_equal(isle_topo_node_tier(t, dgx1, dgx4), ISLE_TIER_LEAF);
+	assert_int_equal(isle_topo_node_tier(t, dgx1, gb1), ISLE_TIER_SPINE);
+	assert_int_equal(isle_topo_node_tier(t, dgx1, pcie), ISLE_TIER_CORE);
+	assert_int_equal(t->nodes[gb1].leaf,
+			 isle_topo_find_switch(t, "gb-leaf"));
+	isle_topo_destroy(t);
+}
+
+static void test_save_file(void **state)
+{
+	isle_topo *t = load_ok(TOPO_GOLDEN_DIR "/cluster-small.json"), *t2;
+	char dir[] = "/tmp/isle-topo-json-XXXXXX", path[256], err[512] = "";
+	char *a, *b;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.json", dir);
+	assert_int_equal(isle_topo_save(t, path, err, sizeof(err)), 0);
+	t2 = load_ok(path);
+	a = isle_topo_to_json(t);
+	b = isle_topo_to_json(t2);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	/* A name the loader would refuse is not written. */
+	assert_int_equal(
+	    isle_topo_add_switch(t2, "Quantum QM9700", 0, ISLE_SW_LEAF) >= 0,
+	    1);
+	assert_int_equal(isle_topo_save(t2, path, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "switch name 'Quantum QM9700'"));
+	/* A directory that does not exist gives an error naming it. */
+	assert_true(
+	    isle_topo_save(t, "/nonexistent-dir/c.json", err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "/nonexistent-dir/c.json"));
+	unlink(path);
+	rmdir(dir);
+	isle_topo_destroy(t);
+	isle_topo_destroy(t2);
+}
+
+struct bad_case {
+	const char *json;
+	const char *err;
+};
+
+#define N1 "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpus\": 2}, "
+
+static const struct bad_case bad_cases[] = {
+    {"", "t.json:1:1: JSON syntax error: unexpected end of file"},
+    {"{\"version\": 1,\n \"nodes\": [}",
+     "t.json:2:12: JSON syntax error: unexpected character"},
+    {"{} x", "t.json:1:4: JSON syntax error: trailing data"},
+    {"[]", "t.json: $: expected object"},
+    {"{}", "t.json: $.version: missing"},
+    {"{\"version\": 2}", "t.json: $.version: unsupported version 2 (this "
+			 "isle reads 1)"},
+    {"{\"version\": \"1\"}", "t.json: $.version: expected integer"},
+    {"{\"version\": 1, \"nodez\": []}", "t.json: $.nodez: unknown key"},
+    {"{\"version\": 1, \"_note\": \"comments are fine\", \"nodes\": {}}",
+     "t.json: $.nodes: expected array"},
+    {N1 "{\"gpus\": 1}]}", "t.json: $.nodes[1].name: missing"},
+    {N1 "{\"name\": \"a\"}]}", "t.json: $.nodes[1].name: duplicate node "
+			       "'a'"},
+    {N1 "{\"name\": \"b c\"}]}",
+     "t.json: $.nodes[1].name: 'b c': character ' ' not allowed"},
+    {N1 "{\"name\": \"b\", \"gpus\": 65}]}",
+     "t.json: $.nodes[1].gpus: 65 out of range [0, 64]"},
+    {N1 "{\"name\": \"b\", \"gpus\": [{}, {\"numa\": 1.5}]}]}",
+     "t.json: $.nodes[1].gpus[1].numa: expected integer"},
+    {N1 "{\"name\": \"b\", \"gpus\": [{\"bus\": 1}]}]}",
+     "t.json: $.nodes[1].gpus[0].bus: unknown key"},
+    {N1 "{\"name\": \"b\", \"gpus\": 2, \"nvlinks\": [[0, 2, 1]]}]}",
+     "t.json: $.nodes[1].nvlinks[0][1]: GPU 2 out of range (node has 2 "
+     "GPUs)"},
+    {N1 "{\"name\": \"b\", \"gpus\": 2, \"nvlinks\": [[1, 1, 1]]}]}",
+     "t.json: $.nodes[1].nvlinks[0]: NVLink from GPU 1 to itself"},
+    {N1 "{\"name\": \"b\", \"gpus\": 2, \"nvlinks\": [[0, 1]]}]}",
+     "t.json: $.nodes[1].nvlinks[0]: expected [gpu_a, gpu_b, links]"},
+    {N1 "{\"name\": \"b\", \"nics\": [{\"name\": \"m\", \"switch\": "
+	"\"s\"}]}]}",
+     "t.json: $.nodes[1].nics[0].switch: unknown switch 's'"},
+    {N1 "{\"name\": \"b\", \"nics\": [{\"name\": \"m\", \"guid\": "
+	"\"12\"}]}]}",
+     "t.json: $.nodes[1].nics[0].guid: expected a \"0x...\" hex string"},
+    {N1 "{\"name\": \"b\", \"gpus\": [{\"nic\": \"m\"}]}]}",
+     "t.json: $.nodes[1].gpus[0].nic: unknown NIC 'm'"},
+    {N1 "{\"name\": \"b\", \"rack\": 3}]}",
+     "t.json: $.nodes[1].rack: expected string"},
+    {N1 "{\"name\": \"b\"}], \"domains\": [{\"name\": \"d\", \"nodes\": "
+	"[\"a\", \"c\"]}]}",
+     "t.json: $.domains[0].nodes[1]: unknown node 'c'"},
+    {N1 "{\"name\": \"b\"}], \"domains\": [{\"name\": \"d\", \"nodes\": "
+	"[\"a\"]}, {\"name\": \"e\", \"nodes\": [\"a\", \"b\"]}]}",
+     "t.json: $.domains[1].nodes: a node is listed twice or is already "
+     "in another domain"},
+    {N1 "{\"name\": \"b\"}], \"domains\": [{\"name\": \"d\", \"nodes\": "
+	"[\"[a\"]}]}",
+     "t.json: $.domains[0].nodes[0]: '[a': missing ']'"},
+    {N1 "{\"name\": \"b\"}], \"domains\": [{\"name\": \"d\"}]}",
+     "t.json: $.domains[0].nodes: no nodes"},
+    {"{\"version\": 1, \"switches\": [{\"name\": \"s\", \"switches\": "
+     "[\"t\"]}]}",
+     "t.json: $.switches[0].switches[0]: unknown switch 't'"},
+    {"{\"version\": 1, \"switches\": [{\"name\": \"s\", \"level\": "
+     "\"top\"}]}",
+     "t.json: $.switches[0].level: 'top' is not leaf, spine, core or "
+     "unknown"},
+    {"{\"version\": 1, \"switches\": [{\"name\": \"s\"}, {\"name\": "
+     "\"s\"}]}",
+     "t.json: $.switches[1].name: duplicate switch 's'"},
+    {"{\"version\": 1, \"switches\": [{\"name\": \"s\", \"nodes\": "
+     "[\"n1\"]}]}",
+     "t.json: $.switches[0].nodes[0]: unknown node 'n1'"},
+    {"{\"version\": 1, \"tiers\": {\"rack\": {}}}",
+     "t.json: $.tiers.rack: unknown tier (island, node, leaf, spine, "
+     "core)"},
+    {"{\"version\": 1, \"tiers\": {\"leaf\": {\"oversub\": 0.5}}}",
+     "t.json: $.tiers.leaf.oversub: 0.5 out of range (min 1)"},
+    {"{\"version\": 1, \"racks\": [\"r\", {\"name\": \"r\"}]}",
+     "t.json: $.racks[1].name: duplicate rack 'r'"},
+    {"{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"rack\": \"x\"}], "
+     "\"racks\": [{\"name\": \"r\", \"nodes\": [\"a\"]}]}",
+     "t.json: $.racks[0].nodes: node 'a' is already in rack 'x'"},
+    {"{\"version\": 1, \"nodes\": [{\"name\": \"a:nvl0\"}, {\"name\": "
+     "\"b\", \"gpus\": 1}], \"domains\": [{\"name\": \"b:nvl0\", "
+     "\"nodes\": [\"a:nvl0\"]}]}",
+     "t.json: island name 'b:nvl0' of node 'b' clashes with a domain "
+     "name"},
+};
+
+static void test_bad_input(void **state)
+{
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		isle_topo *t = (isle_topo *)1;
+		char err[512] = "";
+		int rc = isle_topo_load_buf(bad_cases[i].json, "t.json", &t,
+					    err, sizeof(err));
+
+		if (rc >= 0 || strcmp(err, bad_cases[i].err) != 0)
+			fail_msg("case %zu: rc %d\n  got:  %s\n  want: %s", i,
+				 rc, err, bad_cases[i].err);
+		assert_null(t);
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	isle_topo *t;
+	char err[512];
+
+	assert_int_equal(
+	    isle_topo_load("/nonexistent/c.json", &t, err, sizeof(err)),
+	    -ENOENT);
+	assert_string_equal(err,
+			    "/nonexistent/c.json: No such file or directory");
+	assert_null(t);
+}
+
+/* Overrides merge by name into a model built from another source. */
+static void test_merge(void **state)
+{
+	char dir[] = "/tmp/isle-topo-merge-XXXXXX", path[256], err[512] = "";
+	isle_topo *t = isle_topo_create();
+	int a, b, sw;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/over.json", dir);
+	/* As from a fabric dump: nodes without GPUs, NICs cabled. */
+	a = isle_topo_add_node(t, "a", 0);
+	b = isle_topo_add_node(t, "b", 0);
+	/* An earlier source put a in a rack the overrides move it out of. */
+	assert_int_equal(isle_topo_add_rack(t, "r0", &a, 1), 0);
+	sw = isle_topo_add_switch(t, "leaf", 0, ISLE_SW_UNKNOWN);
+	assert_int_equal(isle_topo_add_nic(t, a, "mlx5_0", 0x10, 0, 200, -1),
+			 0);
+	assert_int_equal(isle_topo_attach_node(t, sw, a, 0), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"tiers\": {\"leaf\": {\"bw_gbps\": 25}},\n"
+	      " \"racks\": [{\"name\": \"r1\", \"nodes\": [\"a\", \"b\"]}],\n"
+	      " \"nodes\": [{\"name\": \"a\", \"gpus\": 2, \"nvlinks\": [[0, "
+	      "1, 4]],\n"
+	      "   \"nics\": [{\"name\": \"mlx5_0\", \"numa\": 1}]},\n"
+	      "  {\"name\": \"c\", \"gpus\": 1}],\n"
+	      " \"domains\": [{\"name\": \"d\", \"nodes\": [\"a\", \"b\"]}]}\n",
+	      f);
+	fclose(f);
+	if (isle_topo_merge_json(t, path, err, sizeof(err)) ||
+	    isle_topo_finalize(t, err, sizeof(err)))
+		fail_msg("merge: %s", err);
+	assert_int_equal(t->nnodes, 3);
+	assert_int_equal(t->nodes[a].ngpus, 2);
+	assert_int_equal(t->nodes[a].nnics, 1);
+	assert_int_equal(t->nodes[a].nics[0].numa, 1);
+	assert_int_equal(t->nodes[a].nics[0].guid, 0x10); /* kept */
+	assert_int_equal(t->nodes[a].nics[0].sw, sw);
+	assert_true(t->tier[ISLE_TIER_LEAF].bw_gbps == 25.0);
+	assert_true(t->tier[ISLE_TIER_LEAF].lat_us == 3.0);
+	assert_int_equal(t->nodes[b].rack, isle_topo_find_rack(t, "r1"));
+	assert_int_equal(t->nodes[a].rack, isle_topo_find_rack(t, "r1"));
+	assert_int_equal(t->racks[isle_topo_find_rack(t, "r0")].nnodes, 0);
+	assert_int_equal(isle_topo_node_tier(t, a, b), ISLE_TIER_ISLAND);
+	assert_int_equal(t->islands[t->nodes[a].domain].ngpus, 2);
+	/* A second merge of a bad file names the path. */
+	f = fopen(path, "w");
+	fputs("{\"nodes\": [{\"name\": \"a\", \"gpus\": [{\"numa\": "
+	      "\"x\"}]}]}",
+	      f);
+	fclose(f);
+	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "over.json: $.nodes[0].gpus[0].numa: "
+				    "expected integer"));
+	unlink(path);
+	rmdir(dir);
+	isle_topo_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_golden_round_trip),
+	    cmocka_unit_test(test_golden_model),
+	    cmocka_unit_test(test_save_file),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_merge),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1600 @@
+/*
+ * json_load.c - reads cluster files (docs/cluster-file.md): plain JSON with
+ * a one-pass arena parser, anything else with json-c.
+ *
+ * Every value is type- and range-checked and every name reference resolved;
+ * a problem stops the load with "file: $.json.path: reason". One walker
+ * serves both a full load (into an empty model) and a merge of overrides
+ * into a model built from other sources: objects are matched by name.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <json-c/json.h>
+
+#include "topo_priv.h"
+
+struct jl {
+	const char *file;
+	isle_topo *t;
+	char *err;
+	size_t errlen;
+	char path[1024];
+	size_t plen;
+	/* Names defined in this file (keys borrowed from the JSON tree). */
+	struct isle__index *seen_nodes, *seen_switches, *seen_racks;
+	/* Rack given to each node by this file (-1: none yet). */
+	int *rack_of, nrack_of, cap_rack_of;
+};
+
+/* --- A small read-only JSON tree ------------------------------------------
+ *
+ * A cluster file of 10,000 nodes is about a million JSON values; json-c
+ * gives each its own malloc (objects a hash table too) and frees them one
+ * by one, which made that most of the load time. The loader only reads the
+ * tree, so it is parsed here into one arena: strings decoded in place in a
+ * copy of the text, values in blocks, freed at once. Only plain JSON takes
+ * this path; anything else (comments, \u escapes, duplicate keys, huge or
+ * odd numbers, syntax errors) goes through json-c as before and its tree is
+ * copied, so what is accepted and every error message stay json-c's.
+ */
+enum jv_type { JV_NULL, JV_BOOL, JV_INT, JV_DBL, JV_STR, JV_ARR, JV_OBJ };
+
+struct jv {
+	enum jv_type type;
+	unsigned n;	 /* members, items or string length */
+	const char *key; /* member name inside an object */
+	union {
+		int64_t i;
+		double d;
+		const char *s;
+		struct jv *kids;
+	} u;
+};
+
+struct jv_block {
+	struct jv_block *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+struct jv_doc {
+	struct jv_block *blocks;
+	char *text;			/* decoded copy (fast path) */
+	struct json_object *jc;		/* json-c tree (fallback) */
+	struct jv *stack;		/* siblings being parsed */
+	size_t nstack, capstack;
+	struct jv root;
+};
+
+static void *jv_alloc(struct jv_doc *d, size_t size)
+{
+	struct jv_block *b = d->blocks;
+
+	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!b || b->cap - b->used < size) {
+		size_t cap = size > (1u << 20) ? size : (1u << 20);
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		b->next = d->blocks;
+		d->blocks = b;
+	}
+	b->used += size;
+	return (char *)b->data + b->used - size;
+}
+
+static void jv_doc_free(struct jv_doc *d)
+{
+	while (d->blocks) {
+		struct jv_block *b = d->blocks;
+
+		d->blocks = b->next;
+		free(b);
+	}
+	free(d->text);
+	free(d->stack);
+	json_object_put(d->jc);
+	memset(d, 0, sizeof(*d));
+}
+
+/* 1: not plain JSON (use json-c), -ENOMEM. */
+static int jv_value(struct jv_doc *d, char **pp, struct jv *out, int depth);
+
+static void jv_ws(char **pp)
+{
+	char *p = *pp;
+
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	*pp = p;
+}
+
+/* Decodes the string at *pp (after the quote) in place. */
+static int jv_string(char **pp, const char **s, unsigned *len)
+{
+	char *p = *pp, *w;
+
+	*s = p;
+	while (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	w = p;
+	for (;;) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return 1;
+		if (c == '\\') {
+			switch (p[1]) {
+			case '"': c = '"'; break;
+			case '\\': c = '\\'; break;
+			case '/': c = '/'; break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'n': c = '\n'; break;
+			case 'r': c = '\r'; break;
+			case 't': c = '\t'; break;
+			default: return 1; /* \u and bad escapes: json-c */
+			}
+			p++;
+		}
+		*w++ = (char)c;
+		p++;
+	}
+	*w = '\0';
+	*len = (unsigned)(w - *s);
+	*pp = p + 1;
+	return 0;
+}
+
+static int jv_number(char **pp, struct jv *out)
+{
+	char *p = *pp, *start = p, *end;
+	int digits = 0, dbl = 0;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0' && p[1] >= '0' && p[1] <= '9')
+		return 1;
+	while (*p >= '0' && *p <= '9')
+		p++, digits++;
+	if (!digits)
+		return 1;
+	if (*p == '.') {
+		dbl = 1;
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return 1;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		dbl = 1;
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return 1;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (!dbl) {
+		int64_t x = 0;
+
+		/* "-0" and numbers near the int64 limits: json-c decides. */
+		if (digits > 18 || (start[0] == '-' && start[1] == '0'))
+			return 1;
+		for (char *q = start[0] == '-' ? start + 1 : start; q < p; q++)
+			x = x * 10 + (*q - '0');
+		out->type = JV_INT;
+		out->u.i = start[0] == '-' ? -x : x;
+	} else {
+		char c = *p;
+
+		*p = '\0';
+		errno = 0;
+		out->u.d = strtod(start, &end);
+		*p = c;
+		if (end != p || errno)
+			return 1;
+		out->type = JV_DBL;
+	}
+	*pp = p;
+	return 0;
+}
+
+static int jv_push(struct jv_doc *d, const struct jv *v)
+{
+	if (d->nstack == d->capstack) {
+		size_t cap = d->capstack ? d->capstack * 2 : 1024;
+		struct jv *s = realloc(d->stack, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		d->stack = s;
+		d->capstack = cap;
+	}
+	d->stack[d->nstack++] = *v;
+	return 0;
+}
+
+/* Moves the top n stack entries into the arena as out's children. */
+static int jv_pop_kids(struct jv_doc *d, size_t base, struct jv *out)
+{
+	size_t n = d->nstack - base;
+
+	out->n = (unsigned)n;
+	out->u.kids = NULL;
+	if (n) {
+		out->u.kids = jv_alloc(d, n * sizeof(struct jv));
+		if (!out->u.kids)
+			return -ENOMEM;
+		memcpy(out->u.kids, d->stack + base, n * sizeof(struct jv));
+	}
+	d->nstack = base;
+	return 0;
+}
+
+static int jv_value(struct jv_doc *d, char **pp, struct jv *out, int depth)
+{
+	char *p;
+	size_t base = d->nstack;
+	int rc;
+
+	jv_ws(pp);
+	p = *pp;
+	out->key = NULL;
+	switch (*p) {
+	case '{':
+	case '[': {
+		int obj = *p == '{';
+
+		if (depth >= 30)
+			return 1; /* json-c's nesting limit is 32 */
+		out->type = obj ? JV_OBJ : JV_ARR;
+		p++;
+		jv_ws(&p);
+		if (*p == (obj ? '}' : ']')) {
+			p++;
+		} else {
+			for (;;) {
+				struct jv kid;
+				const char *key = NULL;
+				unsigned klen;
+
+				if (obj) {
+					jv_ws(&p);
+					if (*p != '"')
+						return 1;
+					p++;
+					if (jv_string(&p, &key, &klen))
+						return 1;
+					/* Duplicate keys: json-c's rules. */
+					for (size_t k = base; k < d->nstack;
+					     k++)
+						if (d->stack[k].key[0] == key[0] &&
+						    !strcmp(d->stack[k].key,
+							    key))
+							return 1;
+					jv_ws(&p);
+					if (*p++ != ':')
+						return 1;
+				}
+				rc = jv_value(d, &p, &kid, depth + 1);
+				if (rc)
+					return rc;
+				kid.key = key;
+				if (jv_push(d, &kid))
+					return -ENOMEM;
+				jv_ws(&p);
+				if (*p == ',') {
+					p++;
+					continue;
+				}
+				if (*p++ != (obj ? '}' : ']'))
+					return 1;
+				break;
+			}
+		}
+		rc = jv_pop_kids(d, base, out);
+		if (rc)
+			return rc;
+		break;
+	}
+	case '"':
+		p++;
+		out->type = JV_STR;
+		if (jv_string(&p, &out->u.s, &out->n))
+			return 1;
+		break;
+	case 't':
+	case 'f':
+	case 'n':
+		if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4)) {
+			out->type = *p == 't' ? JV_BOOL : JV_NULL;
+			out->u.i = 1;
+			p += 4;
+		} else if (!strncmp(p, "false", 5)) {
+			out->type = JV_BOOL;
+			out->u.i = 0;
+			p += 5;
+		} else {
+			return 1;
+		}
+		/* "nullx", "true1": json-c's errors. */
+		if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+			return 1;
+		break;
+	default:
+		if (*p == '-' || (*p >= '0' && *p <= '9')) {
+			if (jv_number(&p, out))
+				return 1;
+			break;
+		}
+		return 1;
+	}
+	*pp = p;
+	return 0;
+}
+
+/* Copies a json-c tree (strings borrowed from it). */
+static int jv_from_jc(struct jv_doc *d, struct json_object *o, struct jv *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (json_object_get_type(o)) {
+	case json_type_null:
+		out->type = JV_NULL;
+		return 0;
+	case json_type_boolean:
+		out->type = JV_BOOL;
+		out->u.i = json_object_get_boolean(o);
+		return 0;
+	case json_type_int:
+		out->type = JV_INT;
+		out->u.i = json_object_get_int64(o);
+		return 0;
+	case json_type_double:
+		out->type = JV_DBL;
+		out->u.d = json_object_get_double(o);
+		return 0;
+	case json_type_string:
+		out->type = JV_STR;
+		out->u.s = json_object_get_string(o);
+		out->n = (unsigned)strlen(out->u.s);
+		return 0;
+	case json_type_array:
+		out->type = JV_ARR;
+		out->n = (unsigned)json_object_array_length(o);
+		out->u.kids = jv_alloc(d, (out->n + 1) * sizeof(struct jv));
+		if (!out->u.kids)
+			return -ENOMEM;
+		for (unsigned i = 0; i < out->n; i++)
+			if (jv_from_jc(d, json_object_array_get_idx(o, i),
+				       &out->u.kids[i]))
+				return -ENOMEM;
+		return 0;
+	case json_type_object:
+		out->type = JV_OBJ;
+		out->n = (unsigned)json_object_object_length(o);
+		out->u.kids = jv_alloc(d, (out->n + 1) * sizeof(struct jv));
+		if (!out->u.kids)
+			return -ENOMEM;
+		{
+			unsigned i = 0;
+
+			json_object_object_foreach(o, key, val)
+			{
+				if (jv_from_jc(d, val, &out->u.kids[i]))
+					return -ENOMEM;
+				out->u.kids[i++].key = key;
+			}
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The json-c API the loader uses, on struct jv; JSON null reads as NULL. */
+static struct jv *jv_or_null(struct jv *v)
+{
+	return v && v->type != JV_NULL ? v : NULL;
+}
+
+static int jv_get_ex(struct jv *obj, const char *key, struct jv **out)
+{
+	*out = NULL;
+	if (!obj || obj->type != JV_OBJ)
+		return 0;
+	for (unsigned i = 0; i < obj->n; i++)
+		if (obj->u.kids[i].key[0] == key[0] &&
+		    !strcmp(obj->u.kids[i].key, key)) {
+			*out = jv_or_null(&obj->u.kids[i]);
+			return 1;
+		}
+	return 0;
+}
+
+static int jv_is(const struct jv *v, enum jv_type t)
+{
+	return v ? v->type == t : t == JV_NULL;
+}
+
+static int64_t jv_int64(const struct jv *v)
+{
+	return v->type == JV_INT ? v->u.i : (int64_t)v->u.d;
+}
+
+static double jv_double(const struct jv *v)
+{
+	return v->type == JV_INT ? (double)v->u.i : v->u.d;
+}
+
+static const char *jv_str(const struct jv *v)
+{
+	return v->type == JV_STR ? v->u.s : "";
+}
+
+static size_t jv_len(const struct jv *v)
+{
+	return v && v->type == JV_ARR ? v->n : 0;
+}
+
+static struct jv *jv_idx(struct jv *v, size_t i)
+{
+	return jv_or_null(&v->u.kids[i]);
+}
+
+/* --- JSON paths and errors ----------------------------------------------- */
+
+/* Appends text to the path, truncated to fit; returns the old length.
+ * Runs for every value loaded, hence no snprintf. */
+static size_t push_text(struct jl *j, const char *text, size_t n)
+{
+	size_t old = j->plen;
+
+	if (n > sizeof(j->path) - 1 - old)
+		n = sizeof(j->path) - 1 - old;
+	memcpy(j->path + old, text, n);
+	j->plen = old + n;
+	j->path[j->plen] = '\0';
+	return old;
+}
+
+static size_t push_key(struct jl *j, const char *key)
+{
+	size_t old = push_text(j, ".", 1);
+
+	push_text(j, key, strlen(key));
+	return old;
+}
+
+static size_t push_idx(struct jl *j, size_t i)
+{
+	char buf[32], *p = buf + sizeof(buf);
+
+	*--p = ']';
+	do
+		*--p = (char)('0' + i % 10);
+	while ((i /= 10));
+	*--p = '[';
+	return push_text(j, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+static void pop(struct jl *j, size_t old)
+{
+	j->plen = old;
+	j->path[old] = '\0';
+}
+
+static int __attribute__((format(printf, 3, 4)))
+jerr(struct jl *j, int rc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return isle__err(rc, j->err, j->errlen, "%s: %s: %s", j->file, j->path,
+			 msg);
+}
+
+/* Same, for the member key of the current object. */
+static int __attribute__((format(printf, 4, 5)))
+jerr_key(struct jl *j, int rc, const char *key, const char *fmt, ...)
+{
+	char msg[512];
+	size_t old = push_key(j, key);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rc = jerr(j, rc, "%s", msg);
+	pop(j, old);
+	return rc;
+}
+
+/* --- Typed members ---------------------------------------------------------
+ */
+
+enum jtype { J_INT, J_NUM, J_STR, J_ARR, J_OBJ };
+
+static const char *const jtype_name[] = {
+    "integer", "number", "string", "array", "object",
+};
+
+static int is_type(struct jv *v, enum jtype want)
+{
+	switch (want) {
+	case J_INT:
+		return jv_is(v, JV_INT);
+	case J_NUM:
+		return jv_is(v, JV_INT) ||
+		       jv_is(v, JV_DBL);
+	case J_STR:
+		return jv_is(v, JV_STR);
+	case J_ARR:
+		return jv_is(v, JV_ARR);
+	case J_OBJ:
+		return jv_is(v, JV_OBJ);
+	}
+	return 0;
+}
+
+static int expect(struct jl *j, struct jv *v, enum jtype want)
+{
+	if (is_type(v, want))
+		return 0;
+	return jerr(j, -EINVAL, "expected %s", jtype_name[want]);
+}
+
+/*
+ * Looks up key in obj and checks its type. Returns 0 with *out set, 1 when
+ * the key is absent and optional, or a negative errno with err filled.
+ */
+static int member(struct jl *j, struct jv *obj, const char *key,
+		  enum jtype want, int required, struct jv **out)
+{
+	struct jv *v;
+
+	*out = NULL;
+	if (!jv_get_ex(obj, key, &v) || !v) {
+		if (!required)
+			return 1;
+		return jerr_key(j, -EINVAL, key, "missing");
+	}
+	if (!is_type(v, want))
+		return jerr_key(j, -EINVAL, key, "expected %s",
+				jtype_name[want]);
+	*out = v;
+	return 0;
+}
+
+/* Integer member in [lo, hi]; absent keeps *out. */
+static int get_int(struct jl *j, struct jv *obj, const char *key,
+		   int required, long lo, long hi, int *out)
+{
+	struct jv *v;
+	int64_t x;
+	int rc = member(j, obj, key, J_INT, required, &v);
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	x = jv_int64(v);
+	if (x < lo || x > hi)
+		return jerr_key(j, -ERANGE, key,
+				"%" PRId64 " out of range [%ld, %ld]", x, lo,
+				hi);
+	*out = (int)x;
+	return 0;
+}
+
+/* Number member >= lo; absent keeps *out. */
+static int get_num(struct jl *j, struct jv *obj, const char *key,
+		   double lo, double *out)
+{
+	struct jv *v;
+	double x;
+	int rc = member(j, obj, key, J_NUM, 0, &v);
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	x = jv_double(v);
+	if (!(x >= lo) || x > 1e12)
+		return jerr_key(j, -ERANGE, key, "%g out of range (min %g)", x,
+				lo);
+	*out = x;
+	return 0;
+}
+
+/* String member; absent keeps *out (borrowed from the tree). */
+static int get_str(struct jl *j, struct jv *obj, const char *key,
+		   int required, const char **out)
+{
+	struct jv *v;
+	int rc = member(j, obj, key, J_STR, required, &v);
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	*out = jv_str(v);
+	if (!**out)
+		return jerr_key(j, -EINVAL, key, "empty string");
+	return 0;
+}
+
+/* GUID: "0x..." hex string or a non-negative integer. */
+static int get_guid(struct jl *j, struct jv *obj, uint64_t *out)
+{
+	struct jv *v;
+	const char *s;
+	char *end;
+	int rc;
+
+	if (!jv_get_ex(obj, "guid", &v) || !v)
+		return 0;
+	if (jv_is(v, JV_INT)) {
+		if (jv_int64(v) < 0)
+			return jerr_key(j, -ERANGE, "guid", "negative");
+		*out = (uint64_t)jv_int64(v);
+		return 0;
+	}
+	rc = member(j, obj, "guid", J_STR, 1, &v);
+	if (rc)
+		return rc;
+	s = jv_str(v);
+	errno = 0;
+	if (strncmp(s, "0x", 2) != 0 || !isxdigit((unsigned char)s[2]))
+		return jerr_key(j, -EINVAL, "guid",
+				"expected a \"0x...\" hex string");
+	*out = strtoull(s + 2, &end, 16);
+	if (*end || errno)
+		return jerr_key(j, -EINVAL, "guid", "bad hex number '%s'", s);
+	return 0;
+}
+
+/* Rejects keys other than allowed (NULL-terminated); "_..." keys are
+ * comments and always allowed. */
+static int check_keys(struct jl *j, struct jv *obj,
+		      const char *const *allowed)
+{
+	for (unsigned i = 0; i < obj->n; i++) {
+		const char *key = obj->u.kids[i].key;
+		const char *const *a;
+
+		if (key[0] == '_')
+			continue;
+		for (a = allowed; *a && ((*a)[0] != key[0] || strcmp(*a, key));
+		     a++)
+			;
+		if (!*a)
+			return jerr_key(j, -EINVAL, key, "unknown key");
+	}
+	return 0;
+}
+
+/* A node or switch name usable in host lists and topology.conf. */
+static int check_name(struct jl *j, const char *name)
+{
+	int c = isle__bad_name_char(name);
+
+	if (c)
+		return jerr_key(j, -EINVAL, "name",
+				"'%s': character '%c' not allowed", name, c);
+	return 0;
+}
+
+/* Marks name as defined in this file; duplicates are errors. */
+static int define(struct jl *j, struct isle__index *seen, const char *name,
+		  const char *what)
+{
+	int rc = isle__index_put(seen, name, 0);
+
+	if (rc == -EEXIST)
+		return jerr_key(j, -EEXIST, "name", "duplicate %s '%s'", what,
+				name);
+	return rc ? jerr(j, rc, "out of memory") : 0;
+}
+
+/*
+ * Resolves an array of node names or host lists ("gb[01-18]") at key into
+ * a new array of node indices (caller frees *out).
+ */
+static int node_list(struct jl *j, struct jv *obj, const char *key,
+		     int **out, int *n)
+{
+	struct jv *arr;
+	int rc = member(j, obj, key, J_ARR, 0, &arr), cap = 0;
+	size_t old;
+
+	*out = NULL;
+	*n = 0;
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, key);
+	for (size_t i = 0; i < jv_len(arr) && !rc; i++) {
+		struct jv *v = jv_idx(arr, i);
+		size_t o2 = push_idx(j, i);
+		char **names = NULL, msg[256];
+		int nn = 0;
+
+		rc = expect(j, v, J_STR);
+		if (!rc && isle_hostlist_expand(jv_str(v),
+						&names, &nn, msg, sizeof(msg)))
+			rc = jerr(j, -EINVAL, "%s", msg);
+		if (!rc && isle__grow((void **)out, &cap, *n + nn, sizeof(int)))
+			rc = jerr(j, -ENOMEM, "out of memory");
+		for (int k = 0; !rc && k < nn; k++) {
+			int idx = isle_topo_find_node(j->t, names[k]);
+
+			if (idx < 0)
+				rc = jerr(j, -ENOENT, "unknown node '%s'",
+					  names[k]);
+			else
+				(*out)[(*n)++] = idx;
+		}
+		isle_hostlist_free(names, nn);
+		pop(j, o2);
+	}
+	pop(j, old);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* Iterates over the array at key of obj: body runs with item, i and the
+ * path pointing at the item. Stops at the first error. */
+#define FOREACH_ITEM(j, arr, i, item, rc)                                      \
+	for (size_t i = 0, _old = 0;                                           \
+	     !(rc) && i < jv_len(arr) &&                     \
+	     ((_old = push_idx(j, i)),                                         \
+	      (item = jv_idx(arr, i)), 1);                  \
+	     pop(j, _old), i++)
+
+/* --- Sections ------------------------------------------------------------ */
+
+static int load_tiers(struct jl *j, struct jv *root)
+{
+	static const char *const keys[] = {"bw_gbps", "lat_us", "oversub",
+					   NULL};
+	struct jv *tiers;
+	int rc = member(j, root, "tiers", J_OBJ, 0, &tiers);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "tiers");
+	for (unsigned i = 0; i < tiers->n; i++) {
+		const char *key = tiers->u.kids[i].key;
+		struct jv *val = jv_or_null(&tiers->u.kids[i]);
+		int k = isle_tier_parse(key);
+		struct isle_tier_param p;
+		size_t o2;
+
+		if (key[0] == '_')
+			continue;
+		if (k < 0) {
+			rc = jerr_key(j, -EINVAL, key,
+				      "unknown tier (island, node, leaf, "
+				      "spine, core)");
+			break;
+		}
+		o2 = push_key(j, key);
+		p = j->t->tier[k];
+		rc = expect(j, val, J_OBJ);
+		if (!rc)
+			rc = check_keys(j, val, keys);
+		if (!rc)
+			rc = get_num(j, val, "bw_gbps", 1e-9, &p.bw_gbps);
+		if (!rc)
+			rc = get_num(j, val, "lat_us", 0, &p.lat_us);
+		if (!rc)
+			rc = get_num(j, val, "oversub", 1, &p.oversub);
+		pop(j, o2);
+		if (rc)
+			break;
+		j->t->tier[k] = p;
+	}
+	pop(j, old);
+	return rc;
+}
+
+/* Finds or adds a rack by name. */
+static int rack_index(struct jl *j, const char *name)
+{
+	int r = isle_topo_find_rack(j->t, name);
+
+	if (r < 0)
+		r = isle_topo_add_rack(j->t, name, NULL, 0);
+	return r >= 0 ? r : jerr(j, r, "cannot add rack '%s'", name);
+}
+
+/*
+ * Puts node ni into rack r. Two different racks for one node in this file
+ * are an error (at key of the current object); a rack from an earlier
+ * source is overridden.
+ */
+static int assign_rack(struct jl *j, int ni, int r, const char *key)
+{
+	int rc;
+
+	if (ni >= j->nrack_of) {
+		rc = isle__grow((void **)&j->rack_of, &j->cap_rack_of,
+				j->t->nnodes, sizeof(int));
+		if (rc)
+			return jerr(j, rc, "out of memory");
+		while (j->nrack_of < j->t->nnodes)
+			j->rack_of[j->nrack_of++] = -1;
+	}
+	if (j->rack_of[ni] >= 0 && j->rack_of[ni] != r)
+		return jerr_key(
+		    j, -EINVAL, key, "node '%s' is already in rack '%s'",
+		    j->t->nodes[ni].name, j->t->racks[j->rack_of[ni]].name);
+	j->rack_of[ni] = r;
+	rc = isle_topo_set_node_rack(j->t, ni, r);
+	return rc ? jerr(j, rc, "out of memory") : 0;
+}
+
+/* racks: ["r1", {"name": "r2", "nodes": [...]}]; node lists run in pass 2. */
+static int load_racks(struct jl *j, struct jv *root, int pass)
+{
+	static const char *const keys[] = {"name", "nodes", NULL};
+	struct jv *arr, *item;
+	int rc = member(j, root, "racks", J_ARR, 0, &arr);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "racks");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	{
+		const char *name = NULL;
+		int r, *nodes = NULL, n = 0;
+
+		if (jv_is(item, JV_STR)) {
+			name = jv_str(item);
+			if (!*name)
+				rc = jerr(j, -EINVAL, "empty string");
+		} else {
+			rc = expect(j, item, J_OBJ);
+			if (!rc)
+				rc = check_keys(j, item, keys);
+			if (!rc)
+				rc = get_str(j, item, "name", 1, &name);
+		}
+		if (rc)
+			break;
+		if (pass == 1) {
+			rc = define(j, j->seen_racks, name, "rack");
+			if (!rc)
+				rc = rack_index(j, name) < 0 ? -EINVAL : 0;
+			continue;
+		}
+		if (!jv_is(item, JV_OBJ))
+			continue;
+		r = isle_topo_find_rack(j->t, name);
+		rc = node_list(j, item, "nodes", &nodes, &n);
+		for (int k = 0; !rc && k < n; k++)
+			rc = assign_rack(j, nodes[k], r, "nodes");
+		free(nodes);
+	}
+	pop(j, old);
+	return rc;
+}
+
+static int switch_level(struct jl *j, struct jv *obj,
+			isle_sw_level *level)
+{
+	const char *s = NULL;
+	int rc = get_str(j, obj, "level", 0, &s);
+
+	if (rc || !s)
+		return rc;
+	for (int l = ISLE_SW_LEAF; l <= ISLE_SW_UNKNOWN; l++)
+		if (strcmp(s, isle_sw_level_name(l)) == 0) {
+			*level = l;
+			return 0;
+		}
+	return jerr_key(j, -EINVAL, "level",
+			"'%s' is not leaf, spine, core or unknown", s);
+}
+
+/* Pass 1: switches and their attributes. Pass 2: links and node cables. */
+static int load_switches(struct jl *j, struct jv *root, int pass)
+{
+	static const char *const keys[] = {"name", "guid",     "level", "rail",
+					   "gbps", "switches", "nodes", NULL};
+	struct jv *arr, *item;
+	int rc = member(j, root, "switches", J_ARR, 0, &arr);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "switches");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	{
+		struct isle_switch *s;
+		struct jv *kids;
+		const char *name = NULL;
+		int sw, *nodes = NULL, n = 0;
+
+		if (pass == 1) {
+			isle_sw_level level = ISLE_SW_UNKNOWN;
+			uint64_t guid = 0;
+
+			rc = expect(j, item, J_OBJ);
+			if (!rc)
+				rc = check_keys(j, item, keys);
+			if (!rc)
+				rc = get_str(j, item, "name", 1, &name);
+			if (!rc)
+				rc = check_name(j, name);
+			if (!rc)
+				rc =
+				    define(j, j->seen_switches, name, "switch");
+			if (rc)
+				break;
+			sw = isle_topo_find_switch(j->t, name);
+			if (sw < 0)
+				sw = isle_topo_add_switch(j->t, name, 0,
+							  ISLE_SW_UNKNOWN);
+			if (sw < 0) {
+				rc = jerr(j, sw, "cannot add switch");
+				break;
+			}
+			s = &j->t->switches[sw];
+			guid = s->guid;
+			level = s->level;
+			rc = get_guid(j, item, &guid);
+			if (!rc)
+				rc = switch_level(j, item, &level);
+			if (!rc)
+				rc = get_int(j, item, "rail", 0, -1, 4096,
+					     &s->rail);
+			if (!rc)
+				rc = get_num(j, item, "gbps", 0, &s->gbps);
+			s->guid = guid;
+			s->level = level;
+			continue;
+		}
+		get_str(j, item, "name", 1, &name);
+		sw = isle_topo_find_switch(j->t, name);
+		rc = member(j, item, "switches", J_ARR, 0, &kids);
+		if (rc > 0) {
+			rc = 0;
+		} else if (!rc) {
+			struct jv *kid;
+			size_t o2 = push_key(j, "switches");
+
+			FOREACH_ITEM(j, kids, k, kid, rc)
+			{
+				int c;
+
+				rc = expect(j, kid, J_STR);
+				if (rc)
+					break;
+				c = isle_topo_find_switch(
+				    j->t, jv_str(kid));
+				if (c < 0)
+					rc = jerr(j, -ENOENT,
+						  "unknown switch '%s'",
+						  jv_str(kid));
+				else if (c == sw)
+					rc = jerr(j, -EINVAL,
+						  "switch cabled to itself");
+				else
+					rc = isle_topo_link_switches(j->t, sw,
+								     c);
+			}
+			pop(j, o2);
+		}
+		if (!rc)
+			rc = node_list(j, item, "nodes", &nodes, &n);
+		for (int k = 0; !rc && k < n; k++)
+			rc = isle_topo_attach_node(j->t, sw, nodes[k], -1);
+		free(nodes);
+	}
+	pop(j, old);
+	return rc;
+}
+
+static int load_gpus(struct jl *j, struct jv *node, int ni,
+		     struct jv **gpu_nics)
+{
+	static const char *const keys[] = {"bus_id", "model", "numa", "nic",
+					   NULL};
+	struct jv *v, *item;
+	int rc, ngpus;
+	size_t old;
+
+	if (!jv_get_ex(node, "gpus", &v) || !v)
+		return 0;
+	if (jv_is(v, JV_INT)) {
+		rc = get_int(j, node, "gpus", 1, 0, ISLE_MAX_GPUS_PER_NODE,
+			     &ngpus);
+		if (!rc && isle_topo_set_ngpus(j->t, ni, ngpus))
+			rc = jerr_key(j, -ENOMEM, "gpus", "out of memory");
+		return rc;
+	}
+	rc = member(j, node, "gpus", J_ARR, 1, &v);
+	if (rc)
+		return jerr_key(j, -EINVAL, "gpus",
+				"expected integer or array");
+	if (jv_len(v) > ISLE_MAX_GPUS_PER_NODE)
+		return jerr_key(j, -ERANGE, "gpus", "more than %d GPUs",
+				ISLE_MAX_GPUS_PER_NODE);
+	ngpus = (int)jv_len(v);
+	if (isle_topo_set_ngpus(j->t, ni, ngpus))
+		return jerr_key(j, -ENOMEM, "gpus", "out of memory");
+	old = push_key(j, "gpus");
+	FOREACH_ITEM(j, v, g, item, rc)
+	{
+		struct isle_gpu *gpu = &j->t->nodes[ni].gpus[g];
+		const char *bus = NULL, *model = NULL;
+		int numa = gpu->numa;
+
+		rc = expect(j, item, J_OBJ);
+		if (!rc)
+			rc = check_keys(j, item, keys);
+		if (!rc)
+			rc = get_str(j, item, "bus_id", 0, &bus);
+		if (!rc)
+			rc = get_str(j, item, "model", 0, &model);
+		if (!rc)
+			rc = get_int(j, item, "numa", 0, -1, 4095, &numa);
+		if (!rc &&
+		    isle_topo_set_gpu(j->t, ni, (int)g, bus, model, numa))
+			rc = jerr(j, -ENOMEM, "out of memory");
+		/* NIC references resolve once the NICs are read. */
+		if (!rc)
+			jv_get_ex(item, "nic", &gpu_nics[g]);
+	}
+	pop(j, old);
+	return rc;
+}
+
+/* "nvlink_all": N gives every GPU pair N links (NVSwitch systems); then
+ * "nvlinks": [[a, b, n], ...] sets pairs. */
+static int load_nvlinks(struct jl *j, struct jv *node, int ni)
+{
+	struct jv *arr, *item;
+	int ngpus = j->t->nodes[ni].ngpus, all = -1, rc;
+	size_t old;
+
+	rc = get_int(j, node, "nvlink_all", 0, 0, UINT16_MAX, &all);
+	for (int a = 0; !rc && all >= 0 && a < ngpus; a++)
+		for (int b = a + 1; b < ngpus; b++)
+			isle_topo_set_nvlink(j->t, ni, a, b, all);
+	if (!rc)
+		rc = member(j, node, "nvlinks", J_ARR, 0, &arr);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "nvlinks");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	{
+		int64_t v[3];
+
+		if (!jv_is(item, JV_ARR) ||
+		    jv_len(item) != 3) {
+			rc = jerr(j, -EINVAL, "expected [gpu_a, gpu_b, links]");
+			break;
+		}
+		for (size_t k = 0; k < 3 && !rc; k++) {
+			struct jv *x =
+			    jv_idx(item, k);
+			size_t o2 = push_idx(j, k);
+
+			rc = expect(j, x, J_INT);
+			if (!rc)
+				v[k] = jv_int64(x);
+			if (!rc && k < 2 && (v[k] < 0 || v[k] >= ngpus))
+				rc = jerr(j, -ERANGE,
+					  "GPU %" PRId64 " out of range "
+					  "(node has %d GPUs)",
+					  v[k], ngpus);
+			if (!rc && k == 2 && (v[k] < 0 || v[k] > UINT16_MAX))
+				rc = jerr(j, -ERANGE,
+					  "link count %" PRId64 " out of range",
+					  v[k]);
+			pop(j, o2);
+		}
+		if (!rc && v[0] == v[1])
+			rc =
+			    jerr(j, -EINVAL,
+				 "NVLink from GPU %" PRId64 " to itself", v[0]);
+		if (!rc)
+			rc = isle_topo_set_nvlink(j->t, ni, (int)v[0],
+						  (int)v[1], (int)v[2]);
+	}
+	pop(j, old);
+	return rc;
+}
+
+static int load_nics(struct jl *j, struct jv *node, int ni)
+{
+	static const char *const keys[] = {"name", "guid", "rail", "switch",
+					   "numa", "gbps", NULL};
+	struct jv *arr, *item;
+	int rc = member(j, node, "nics", J_ARR, 0, &arr);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "nics");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	{
+		struct isle_node *n = &j->t->nodes[ni];
+		struct isle_nic nic = {.rail = -1, .sw = -1, .numa = -1};
+		const char *name = NULL, *sw = NULL;
+		int k;
+
+		rc = expect(j, item, J_OBJ);
+		if (!rc)
+			rc = check_keys(j, item, keys);
+		if (!rc)
+			rc = get_str(j, item, "name", 1, &name);
+		if (rc)
+			break;
+		for (k = 0; k < n->nnics && strcmp(n->nics[k].name, name); k++)
+			;
+		if (k < n->nnics)
+			nic = n->nics[k];
+		rc = get_guid(j, item, &nic.guid);
+		if (!rc)
+			rc = get_int(j, item, "rail", 0, -1, 4096, &nic.rail);
+		if (!rc)
+			rc = get_int(j, item, "numa", 0, -1, 4095, &nic.numa);
+		if (!rc)
+			rc = get_num(j, item, "gbps", 0, &nic.gbps);
+		if (!rc)
+			rc = get_str(j, item, "switch", 0, &sw);
+		if (rc)
+			break;
+		if (k == n->nnics) {
+			k = isle_topo_add_nic(j->t, ni, name, nic.guid,
+					      nic.rail, nic.gbps, nic.numa);
+			if (k < 0) {
+				rc = jerr(j, k, "cannot add NIC '%s'", name);
+				break;
+			}
+		} else {
+			n->nics[k].guid = nic.guid;
+			n->nics[k].rail = nic.rail;
+			n->nics[k].numa = nic.numa;
+			n->nics[k].gbps = nic.gbps;
+		}
+		if (sw) {
+			int s = isle_topo_find_switch(j->t, sw);
+
+			if (s < 0)
+				rc = jerr_key(j, -ENOENT, "switch",
+					      "unknown switch '%s'", sw);
+			else if (isle_topo_attach_node(j->t, s, ni, k))
+				rc = jerr_key(
+				    j, -EINVAL, "switch",
+				    "NIC is already cabled to '%s'",
+				    j->t->switches[n->nics[k].sw].name);
+		}
+	}
+	pop(j, old);
+	return rc;
+}
+
+/* A GPU's nearest NIC: index into the node's NICs, or the NIC's name. */
+static int load_gpu_nic(struct jl *j, int ni, int g, struct jv *v)
+{
+	struct isle_node *n = &j->t->nodes[ni];
+	size_t old = push_key(j, "gpus"), o2 = push_idx(j, (size_t)g);
+	int rc = 0, k = -1;
+
+	if (jv_is(v, JV_INT)) {
+		int64_t x = jv_int64(v);
+
+		if (x < -1 || x >= n->nnics)
+			rc = jerr_key(j, -ERANGE, "nic",
+				      "NIC %" PRId64 " out of range (node has "
+				      "%d NICs)",
+				      x, n->nnics);
+		k = (int)x;
+	} else if (jv_is(v, JV_STR)) {
+		const char *s = jv_str(v);
+
+		for (k = 0; k < n->nnics && strcmp(n->nics[k].name, s); k++)
+			;
+		if (k == n->nnics)
+			rc = jerr_key(j, -ENOENT, "nic", "unknown NIC '%s'", s);
+	} else {
+		rc = jerr_key(j, -EINVAL, "nic", "expected NIC name or index");
+	}
+	if (!rc)
+		rc = isle_topo_set_gpu_nic(j->t, ni, g, k);
+	pop(j, o2);
+	pop(j, old);
+	return rc;
+}
+
+static int load_node(struct jl *j, struct jv *item)
+{
+	static const char *const keys[] = {
+	    "name", "rack", "gpus", "nvlinks", "nvlink_all", "nics", NULL};
+	struct jv *gpu_nics[ISLE_MAX_GPUS_PER_NODE] = {0};
+	const char *name = NULL, *rack = NULL;
+	int rc, ni;
+
+	rc = expect(j, item, J_OBJ);
+	if (!rc)
+		rc = check_keys(j, item, keys);
+	if (!rc)
+		rc = get_str(j, item, "name", 1, &name);
+	if (!rc)
+		rc = check_name(j, name);
+	if (!rc)
+		rc = define(j, j->seen_nodes, name, "node");
+	if (rc)
+		return rc;
+	ni = isle_topo_find_node(j->t, name);
+	if (ni < 0)
+		ni = isle_topo_add_node(j->t, name, 0);
+	if (ni < 0)
+		return jerr(j, ni, "cannot add node '%s'", name);
+	rc = load_gpus(j, item, ni, gpu_nics);
+	if (!rc)
+		rc = load_nvlinks(j, item, ni);
+	if (!rc)
+		rc = load_nics(j, item, ni);
+	for (int g = 0; !rc && g < j->t->nodes[ni].ngpus; g++)
+		if (gpu_nics[g])
+			rc = load_gpu_nic(j, ni, g, gpu_nics[g]);
+	if (!rc)
+		rc = get_str(j, item, "rack", 0, &rack);
+	if (!rc && rack) {
+		int r = rack_index(j, rack);
+
+		rc = r < 0 ? r : assign_rack(j, ni, r, "rack");
+	}
+	return rc;
+}
+
+static int load_nodes(struct jl *j, struct jv *root)
+{
+	struct jv *arr, *item;
+	int rc = member(j, root, "nodes", J_ARR, 0, &arr);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "nodes");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	rc = load_node(j, item);
+	pop(j, old);
+	return rc;
+}
+
+static int load_domains(struct jl *j, struct jv *root)
+{
+	static const char *const keys[] = {"name", "nodes", "bw_gbps", NULL};
+	struct jv *arr, *item;
+	int rc = member(j, root, "domains", J_ARR, 0, &arr);
+	size_t old;
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	old = push_key(j, "domains");
+	FOREACH_ITEM(j, arr, i, item, rc)
+	{
+		const char *name = NULL;
+		double bw = 0;
+		int *nodes = NULL, n = 0, d;
+
+		rc = expect(j, item, J_OBJ);
+		if (!rc)
+			rc = check_keys(j, item, keys);
+		if (!rc)
+			rc = get_str(j, item, "name", 1, &name);
+		if (!rc)
+			rc = get_num(j, item, "bw_gbps", 0, &bw);
+		if (!rc)
+			rc = node_list(j, item, "nodes", &nodes, &n);
+		if (!rc && !n)
+			rc = jerr_key(j, -EINVAL, "nodes", "no nodes");
+		if (rc) {
+			free(nodes);
+			break;
+		}
+		d = isle_topo_add_domain(j->t, name, nodes, n, bw);
+		if (d == -EEXIST && isle_topo_find_island(j->t, name) >= 0)
+			rc = jerr_key(j, d, "name", "duplicate domain '%s'",
+				      name);
+		else if (d == -EEXIST || d == -EINVAL)
+			rc = jerr_key(j, d, "nodes",
+				      "a node is listed twice or is already in "
+				      "another domain");
+		else if (d < 0)
+			rc = jerr(j, d, "cannot add domain");
+		free(nodes);
+	}
+	pop(j, old);
+	return rc;
+}
+
+/* --- Entry points -------------------------------------------------------- */
+
+static int merge_root(struct jl *j, struct jv *root, int full)
+{
+	static const char *const keys[] = {"version", "name",	  "tiers",
+					   "racks",   "switches", "nodes",
+					   "domains", NULL};
+	const char *name = NULL;
+	int rc, version = ISLE_TOPO_SCHEMA_VERSION;
+
+	j->seen_nodes = isle__index_create();
+	j->seen_switches = isle__index_create();
+	j->seen_racks = isle__index_create();
+	if (!j->seen_nodes || !j->seen_switches || !j->seen_racks) {
+		rc = isle__err(-ENOMEM, j->err, j->errlen, "out of memory");
+		goto out;
+	}
+	strcpy(j->path, "$");
+	j->plen = 1;
+	rc = expect(j, root, J_OBJ);
+	if (!rc)
+		rc = check_keys(j, root, keys);
+	if (!rc)
+		rc = get_int(j, root, "version", full, 0, 1000000, &version);
+	if (!rc && version != ISLE_TOPO_SCHEMA_VERSION)
+		rc = jerr_key(j, -EINVAL, "version",
+			      "unsupported version %d (this isle reads %d)",
+			      version, ISLE_TOPO_SCHEMA_VERSION);
+	if (!rc)
+		rc = get_str(j, root, "name", 0, &name);
+	if (!rc && name) {
+		free(j->t->name);
+		j->t->name = strdup(name);
+		if (!j->t->name)
+			rc = jerr(j, -ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = load_tiers(j, root);
+	if (!rc)
+		rc = load_racks(j, root, 1);
+	if (!rc)
+		rc = load_switches(j, root, 1);
+	if (!rc)
+		rc = load_nodes(j, root);
+	if (!rc)
+		rc = load_switches(j, root, 2);
+	if (!rc)
+		rc = load_racks(j, root, 2);
+	if (!rc)
+		rc = load_domains(j, root);
+out:
+	isle__index_destroy(j->seen_nodes);
+	isle__index_destroy(j->seen_switches);
+	isle__index_destroy(j->seen_racks);
+	free(j->rack_of);
+	return rc;
+}
+
+/* Parses buf; on a syntax error names line and column. */
+static int parse(const char *buf, const char *name, struct json_object **out,
+		 char *err, size_t errlen)
+{
+	struct json_tokener *tok = json_tokener_new();
+	size_t len = strlen(buf), end;
+	enum json_tokener_error e;
+	int line = 1, col = 1;
+
+	*out = NULL;
+	if (!tok)
+		return isle__err(-ENOMEM, err, errlen, "out of memory");
+	*out = json_tokener_parse_ex(tok, buf, (int)len);
+	e = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (e == json_tokener_success) {
+		while (end < len && isspace((unsigned char)buf[end]))
+			end++;
+		if (end == len)
+			return 0;
+		json_object_put(*out);
+		*out = NULL;
+	}
+	for (size_t i = 0; i < end && i < len; i++) {
+		col++;
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		}
+	}
+	json_object_put(*out);
+	*out = NULL;
+	return isle__err(-EINVAL, err, errlen,
+			 "%s:%d:%d: JSON syntax error: %s", name, line, col,
+			 e == json_tokener_success ? "trailing data"
+			 : e == json_tokener_continue
+			     ? "unexpected end of file"
+			     : json_tokener_error_desc(e));
+}
+
+/*
+ * Parses buf into d (jv_doc_free frees it): plain JSON in one pass, anything
+ * else through json-c (parse above) for its rules and messages.
+ */
+static int jv_parse(const char *buf, const char *name, struct jv_doc *d,
+		    char *err, size_t errlen)
+{
+	size_t len = strlen(buf);
+	char *p;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->text = malloc(len + 1);
+	if (!d->text)
+		return isle__err(-ENOMEM, err, errlen, "out of memory");
+	memcpy(d->text, buf, len + 1);
+	p = d->text;
+	rc = jv_value(d, &p, &d->root, 0);
+	if (!rc) {
+		jv_ws(&p);
+		if (!*p)
+			return 0;
+		rc = 1;
+	}
+	jv_doc_free(d);
+	if (rc < 0)
+		return isle__err(rc, err, errlen, "out of memory");
+	rc = parse(buf, name, &d->jc, err, errlen);
+	if (!rc && jv_from_jc(d, d->jc, &d->root))
+		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+	if (rc)
+		jv_doc_free(d);
+	return rc;
+}
+
+/* Reads a whole file into a NUL-terminated buffer the caller frees. */
+static int slurp(const char *path, char **out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	struct stat st;
+	int rc = 0;
+
+	*out = NULL;
+	if (!f)
+		return isle__err(-errno, err, errlen, "%s: %s", path,
+				 strerror(errno));
+	/* Sized from stat; the loop still copes with files that grow. */
+	if (fstat(fileno(f), &st) == 0 && st.st_size > 0)
+		cap = (size_t)st.st_size + 2;
+	for (;;) {
+		size_t n;
+
+		if (len + 1 >= cap) {
+			char *p;
+
+			cap = cap ? cap * 2 : 65536;
+			p = realloc(buf, cap);
+			if (!p) {
+				rc = isle__err(-ENOMEM, err, errlen,
+					       "%s: out of memory", path);
+				goto out;
+			}
+			buf = p;
+		}
+		if (!buf && !(buf = malloc(cap))) {
+			rc = isle__err(-ENOMEM, err, errlen,
+				       "%s: out of memory", path);
+			goto out;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		rc = isle__err(-EIO, err, errlen, "%s: read error", path);
+		goto out;
+	}
+	if (memchr(buf, '\0', len)) {
+		rc = isle__err(-EINVAL, err, errlen, "%s: binary data", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	buf = NULL;
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
+		       char *err, size_t errlen)
+{
+	struct jl j = {
+	    .file = name ? name : "<buffer>", .err = err, .errlen = errlen};
+	struct jv_doc doc;
+	char ferr[512] = "";
+	int rc;
+
+	*out = NULL;
+	if (!buf)
+		return isle__err(-EINVAL, err, errlen, "%s: no data", j.file);
+	rc = jv_parse(buf, j.file, &doc, err, errlen);
+	if (rc)
+		return rc;
+	j.t = isle_topo_create();
+	if (!j.t) {
+		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		goto out;
+	}
+	rc = merge_root(&j, jv_or_null(&doc.root), 1);
+	/* The model holds copies of everything; drop the tree before finalize
+	 * allocates its own working memory. */
+	jv_doc_free(&doc);
+	if (!rc) {
+		rc = isle_topo_finalize(j.t, ferr, sizeof(ferr));
+		if (rc)
+			isle__err(rc, err, errlen, "%s: %s", j.file, ferr);
+	}
+	if (!rc) {
+		*out = j.t;
+		j.t = NULL;
+	}
+out:
+	isle_topo_destroy(j.t);
+	jv_doc_free(&doc);
+	return rc;
+}
+
+int isle_topo_load(const char *path, isle_topo **out, char *err, size_t errlen)
+{
+	char *buf;
+	int rc;
+
+	*out = NULL;
+	rc = slurp(path, &buf, err, errlen);
+	if (rc)
+		return rc;
+	rc = isle_topo_load_buf(buf, path, out, err, errlen);
+	free(buf);
+	return rc;
+}
+
+int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
+			 size_t errlen)
+{
+	struct jl j = {.file = path, .t = t, .err = err, .errlen = errlen};
+	struct jv_doc doc;
+	char *buf;
+	int rc;
+
+	if (!t)
+		return isle__err(-EINVAL, err, errlen, "no model");
+	rc = slurp(path, &buf, err, errlen);
+	if (rc)
+		return rc;
+	rc = jv_parse(buf, path, &doc, err, errlen);
+	if (!rc) {
+		rc = merge_root(&j, jv_or_null(&doc.root), 0);
+		jv_doc_free(&doc);
+	}
+	t->finalized = 0;
+	free(buf);
+	return rc;
+}
