@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent_priv.h"
+#include "isle_topo.h"
 
 static const char *nvlink_source_name(isle_nvlink_source s)
 {
@@ -191,8 +192,7 @@ char *isle_agent_node_to_json(const isle_agent_node *n)
 int isle_agent_node_write(const isle_agent_node *n, const char *path, char *err,
 			  size_t errlen)
 {
-	char *text = isle_agent_node_to_json(n), *tmp = NULL;
-	FILE *fp = NULL;
+	char *text = isle_agent_node_to_json(n);
 	int rc = 0;
 
 	if (!text)
@@ -203,37 +203,9 @@ int isle_agent_node_write(const isle_agent_node *n, const char *path, char *err,
 					     "stdout: write error");
 		goto out;
 	}
-	/* Readers never see half a file: write aside, then rename. */
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
-		tmp = NULL;
-		rc = isle__agent_err(-ENOMEM, err, errlen, "out of memory");
-		goto out;
-	}
-	fp = fopen(tmp, "w");
-	if (!fp) {
-		rc = -errno;
-		isle__agent_err(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
-		goto out;
-	}
-	if (fputs(text, fp) == EOF) {
-		rc = isle__agent_err(-EIO, err, errlen, "%s: write error", tmp);
-		fclose(fp);
-		unlink(tmp);
-		goto out;
-	}
-	if (fclose(fp) != 0) {
-		rc = -errno;
-		isle__agent_err(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, path) != 0) {
-		rc = -errno;
-		isle__agent_err(rc, err, errlen, "%s: %s", path, strerror(-rc));
-		unlink(tmp);
-	}
+	/* Readers never see half a file; devices are written into. */
+	rc = isle_write_file(path, text, strlen(text), 0644, err, errlen);
 out:
-	free(tmp);
 	free(text);
 	return rc;
 }

@@ -59,8 +59,8 @@ struct isle_agent_nic {
 /* What discovery found on one node. Created by isle_agent_node_create,
  * owned by the caller, freed by isle_agent_node_destroy. */
 typedef struct isle_agent_node {
-	char *hostname;      /* NULL if nothing named the host */
-	char *source; /* "hwloc live", "hwloc xml FILE", ... */
+	char *hostname; /* NULL if nothing named the host */
+	char *source;	/* "hwloc live", "hwloc xml FILE", ... */
 	int ngpus;
 	struct isle_agent_gpu *gpus; /* by PCI bus id */
 	uint16_t *nvlinks;	     /* ngpus*ngpus NVLink counts (symmetric) */

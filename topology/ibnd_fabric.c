@@ -853,7 +853,8 @@ static int switch_names(const isle_ibnd_fabric *f, const char **names)
 		const struct isle_ibnd_node *n = &f->nodes[i];
 
 		names[i] = n->id;
-		if (n->type == ISLE_IBND_SWITCH && usable_switch_desc(n->desc) &&
+		if (n->type == ISLE_IBND_SWITCH &&
+		    usable_switch_desc(n->desc) &&
 		    isle__index_get(taken, n->desc) < 0)
 			names[i] = n->desc;
 	}
@@ -896,8 +897,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 	order = malloc((size_t)f->nnodes * sizeof(*order) + 1);
 	swname = malloc((size_t)f->nnodes * sizeof(*swname) + 1);
 	nodes = isle__index_create();
-	if (!sw || !order || !swname || !nodes ||
-	    switch_names(f, swname) < 0) {
+	if (!sw || !order || !swname || !nodes || switch_names(f, swname) < 0) {
 		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory",
 			       f->source);
 		goto out;
@@ -1066,8 +1066,8 @@ int isle_ibnd_load(isle_topo *t, const char *dump_path,
 	/* A GUID map is the naming authority: CAs it leaves out are hosts
 	 * under their dump id, not noise. */
 	struct isle_ibnd_opts o = {
-		.guid_map = guid_map_path,
-		.flags = guid_map_path ? ISLE_IBND_KEEP_ANONYMOUS : 0,
+	    .guid_map = guid_map_path,
+	    .flags = guid_map_path ? ISLE_IBND_KEEP_ANONYMOUS : 0,
 	};
 
 	return isle_ibnd_load_opts(t, dump_path, &o, err, errlen);

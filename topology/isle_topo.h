@@ -43,11 +43,12 @@ extern "C" {
  * a pair is the lowest one they share.
  */
 typedef enum isle_tier {
-	ISLE_TIER_ISLAND = 0, /* same NVLink island (node-local or multi-node) */
-	ISLE_TIER_NODE,       /* same node, different islands (PCIe / SMP) */
-	ISLE_TIER_LEAF,       /* same leaf group: leaf switch or rail-optimized SU */
-	ISLE_TIER_SPINE,      /* same spine group (pod) */
-	ISLE_TIER_CORE,       /* across the core, or unknown */
+	ISLE_TIER_ISLAND =
+	    0,		 /* same NVLink island (node-local or multi-node) */
+	ISLE_TIER_NODE,	 /* same node, different islands (PCIe / SMP) */
+	ISLE_TIER_LEAF,	 /* same leaf group: leaf switch or rail-optimized SU */
+	ISLE_TIER_SPINE, /* same spine group (pod) */
+	ISLE_TIER_CORE,	 /* across the core, or unknown */
 	ISLE_TIER_COUNT
 } isle_tier;
 
@@ -61,7 +62,7 @@ typedef enum isle_sw_level {
 /* Alpha-beta parameters of one tier, per GPU. */
 struct isle_tier_param {
 	double bw_gbps; /* GB/s (bytes) per GPU through this tier */
-	double lat_us;  /* one-hop latency, microseconds */
+	double lat_us;	/* one-hop latency, microseconds */
 	double oversub; /* oversubscription >= 1.0 (1.0 = non-blocking) */
 };
 
@@ -74,29 +75,29 @@ struct isle_gpu {
 };
 
 struct isle_nic {
-	char *name;      /* "mlx5_0" */
-	uint64_t guid;   /* port GUID, 0 if unknown */
-	int rail;        /* rail number, -1 if unknown */
-	int sw;          /* switch the port is cabled to, -1 if unknown */
-	int numa;        /* -1 if unknown */
-	double gbps;     /* link rate in Gb/s (bits), 0 if unknown */
+	char *name;    /* "mlx5_0" */
+	uint64_t guid; /* port GUID, 0 if unknown */
+	int rail;      /* rail number, -1 if unknown */
+	int sw;	       /* switch the port is cabled to, -1 if unknown */
+	int numa;      /* -1 if unknown */
+	double gbps;   /* link rate in Gb/s (bits), 0 if unknown */
 };
 
 struct isle_node {
 	char *name;
 	int ngpus;
 	struct isle_gpu *gpus;
-	uint16_t *nvlinks;  /* ngpus*ngpus: NVLink count between GPU i and j */
+	uint16_t *nvlinks; /* ngpus*ngpus: NVLink count between GPU i and j */
 	int nnics;
 	struct isle_nic *nics;
-	int rack;           /* index into racks, -1 if none */
-	int domain;         /* multi-node NVLink island index, -1 if none */
+	int rack;   /* index into racks, -1 if none */
+	int domain; /* multi-node NVLink island index, -1 if none */
 	/* Group id per tier (LEAF, SPINE, CORE), set by finalize; -1 unknown.
 	 * group[ISLE_TIER_ISLAND] and group[ISLE_TIER_NODE] are unused. */
 	int group[ISLE_TIER_COUNT];
-	int leaf;           /* primary leaf switch (rail 0 / first NIC), -1 */
-	int first_island;   /* lowest island index of this node (finalize) */
-	int nislands;       /* number of islands touching this node */
+	int leaf;	  /* primary leaf switch (rail 0 / first NIC), -1 */
+	int first_island; /* lowest island index of this node (finalize) */
+	int nislands;	  /* number of islands touching this node */
 };
 
 struct isle_island_member {
@@ -105,27 +106,27 @@ struct isle_island_member {
 };
 
 struct isle_island {
-	char *name;       /* "n01:nvl0" (intra-node) or the domain name */
-	int multi_node;   /* 1 for a multi-node NVLink domain */
+	char *name;	/* "n01:nvl0" (intra-node) or the domain name */
+	int multi_node; /* 1 for a multi-node NVLink domain */
 	int ngpus;
 	struct isle_island_member *members; /* sorted by (node, gpu) */
 	int nnodes;
-	int *nodes;       /* distinct nodes, ascending */
-	double bw_gbps;   /* per-GPU NVLink bandwidth, GB/s (0 = tier default) */
+	int *nodes;	/* distinct nodes, ascending */
+	double bw_gbps; /* per-GPU NVLink bandwidth, GB/s (0 = tier default) */
 };
 
 struct isle_switch {
 	char *name;
 	uint64_t guid;
 	isle_sw_level level;
-	int rail;           /* rail of a rail-optimized leaf, -1 otherwise */
+	int rail; /* rail of a rail-optimized leaf, -1 otherwise */
 	int nup;
-	int *up;            /* parent switches */
+	int *up; /* parent switches */
 	int ndown;
-	int *down;          /* child switches */
+	int *down; /* child switches */
 	int nnodes;
-	int *nodes;         /* nodes cabled directly (any NIC), ascending */
-	double gbps;        /* port rate, Gb/s */
+	int *nodes;  /* nodes cabled directly (any NIC), ascending */
+	double gbps; /* port rate, Gb/s */
 };
 
 struct isle_rack {
@@ -239,7 +240,8 @@ int isle_topo_find_switch(const isle_topo *t, const char *name);
 int isle_topo_find_island(const isle_topo *t, const char *name);
 
 /* Tier between two GPUs (node, gpu). */
-isle_tier isle_topo_gpu_tier(const isle_topo *t, int na, int ga, int nb, int gb);
+isle_tier isle_topo_gpu_tier(const isle_topo *t, int na, int ga, int nb,
+			     int gb);
 
 /* Tier between two nodes: ISLAND if same multi-node domain, NODE if same
  * node, else LEAF/SPINE/CORE by group. */
@@ -283,6 +285,13 @@ int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
 int isle_topo_save(const isle_topo *t, const char *path, char *err,
 		   size_t errlen);
 
+/* Writes len bytes to path: beside it then renamed over it (mode applied),
+ * so readers never see half a file. A symlink is followed so the link
+ * survives; a device or FIFO (-o /dev/null, /dev/stdout) is written into,
+ * never replaced. Returns 0 or a negative errno with err filled. */
+int isle_write_file(const char *path, const char *data, size_t len,
+		    unsigned mode, char *err, size_t errlen);
+
 /* Returns a newly allocated JSON string of the model; caller frees. */
 char *isle_topo_to_json(const isle_topo *t);
 
@@ -301,55 +310,55 @@ typedef enum isle_ibnd_type {
 
 /* What a CA is, from the GUID map or its node description. */
 typedef enum isle_ibnd_ca_kind {
-	ISLE_IBND_CA_HOST = 0,    /* "host hca" description or mapped GUID */
+	ISLE_IBND_CA_HOST = 0,	  /* "host hca" description or mapped GUID */
 	ISLE_IBND_CA_AGGREGATION, /* SHARP "Aggregation Node" inside a switch */
-	ISLE_IBND_CA_ANONYMOUS    /* firmware default description, no host */
+	ISLE_IBND_CA_ANONYMOUS	  /* firmware default description, no host */
 } isle_ibnd_ca_kind;
 
 /* One connected port: a line "[port] "peer"[peer_port] ..." of the dump. */
 struct isle_ibnd_port {
-	int port;        /* local port number */
-	int peer;        /* index of the remote node in isle_ibnd_fabric.nodes */
-	int peer_port;   /* remote port number */
-	uint64_t guid;   /* local port GUID (CA ports), 0 if not in the dump */
-	int width;       /* lanes: 1, 2, 4, 8, 12; 0 if unknown */
-	char speed[8];   /* "SDR" .. "XDR", "" if unknown */
-	double gbps;     /* width x lane rate in Gb/s, 0 if unknown */
-	int line;        /* line in the dump */
+	int port;      /* local port number */
+	int peer;      /* index of the remote node in isle_ibnd_fabric.nodes */
+	int peer_port; /* remote port number */
+	uint64_t guid; /* local port GUID (CA ports), 0 if not in the dump */
+	int width;     /* lanes: 1, 2, 4, 8, 12; 0 if unknown */
+	char speed[8]; /* "SDR" .. "XDR", "" if unknown */
+	double gbps;   /* width x lane rate in Gb/s, 0 if unknown */
+	int line;      /* line in the dump */
 };
 
 struct isle_ibnd_node {
 	isle_ibnd_type type;
-	char *id;        /* identifier as in the dump: "S-2c5eab0300b87b40" */
-	char *desc;      /* node description, "" if none */
-	uint64_t guid;   /* node GUID (switchguid=/caguid= or from the id) */
-	int nports;      /* port count from the header line */
-	int lid;         /* switch LID (header) or CA port LID, -1 unknown */
-	int line;        /* header line in the dump */
+	char *id;      /* identifier as in the dump: "S-2c5eab0300b87b40" */
+	char *desc;    /* node description, "" if none */
+	uint64_t guid; /* node GUID (switchguid=/caguid= or from the id) */
+	int nports;    /* port count from the header line */
+	int lid;       /* switch LID (header) or CA port LID, -1 unknown */
+	int line;      /* header line in the dump */
 	int nlinks;
 	struct isle_ibnd_port *links; /* connected ports, ascending port */
 	/* Derived by classification (CAs). */
 	isle_ibnd_ca_kind kind;
-	char *host;      /* host name (CA_HOST), else NULL */
-	char *hca;       /* HCA name: "mlx5_5", "HCA-6"; "" if unknown */
-	int rail;        /* CA: rank of the HCA name in its family; leaf
-			  * switch: rail of most of its hosts; else -1 */
+	char *host; /* host name (CA_HOST), else NULL */
+	char *hca;  /* HCA name: "mlx5_5", "HCA-6"; "" if unknown */
+	int rail;   /* CA: rank of the HCA name in its family; leaf
+		     * switch: rail of most of its hosts; else -1 */
 	/* Derived by classification (switches). */
 	isle_sw_level level;
-	int nhosts;      /* host CAs cabled directly */
+	int nhosts; /* host CAs cabled directly */
 };
 
 /* A parsed dump. Owned by the caller; free with isle_ibnd_fabric_destroy. */
 typedef struct isle_ibnd_fabric {
-	char *source;    /* dump path as given */
+	char *source; /* dump path as given */
 	int nnodes;
 	struct isle_ibnd_node *nodes; /* in dump order */
 	int nswitches, ncas, nrouters;
-	int nhosts;      /* distinct host names */
+	int nhosts; /* distinct host names */
 	int nhost_cas, naggregation, nanonymous;
-	int nlevel[4];   /* switches per isle_sw_level */
-	int nrails;      /* rails seen (0 if no host CA) */
-	long nlinks;     /* cables (each counted once) */
+	int nlevel[4]; /* switches per isle_sw_level */
+	int nrails;    /* rails seen (0 if no host CA) */
+	long nlinks;   /* cables (each counted once) */
 	/* Private. */
 	int cap_nodes;
 	struct isle__index *id_idx; /* id -> node index */
@@ -360,7 +369,7 @@ typedef struct isle_ibnd_fabric {
 struct isle_ibnd_opts {
 	const char *guid_map;  /* "H-<guid> host" / "0x<guid> host" lines */
 	const char *spine_map; /* switch ids or GUIDs that are never leafs */
-	unsigned flags;        /* ISLE_IBND_* */
+	unsigned flags;	       /* ISLE_IBND_* */
 };
 
 /*
@@ -391,8 +400,8 @@ char *isle_ibnd_summary(const isle_ibnd_fabric *f);
 /*
  * Adds the fabric to a model that is not finalized: switches (named by their
  * description when it is one unique word an admin set, like "leaf-r1", else
- * by dump id; with levels, rails and rates), hosts as nodes (existing nodes of the
- * same name are filled in), their HCAs as NICs, and cables. Warns with the
+ * by dump id; with levels, rails and rates), hosts as nodes (existing nodes of
+ * the same name are filled in), their HCAs as NICs, and cables. Warns with the
  * counts of aggregation nodes and anonymous CAs left out.
  */
 int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,

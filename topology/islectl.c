@@ -622,9 +622,9 @@ static int add_node_json(const char *path, char ***files, int *n, int *cap)
 				*cap = nc;
 			}
 		}
-		if (!rc && (d ? asprintf(&file, "%s/%s", path,
-					 ents[i]->d_name) < 0
-			      : !(file = strdup(path))))
+		if (!rc &&
+		    (d ? asprintf(&file, "%s/%s", path, ents[i]->d_name) < 0
+		       : !(file = strdup(path))))
 			rc = 1;
 		if (!rc)
 			(*files)[(*n)++] = file;
@@ -722,9 +722,9 @@ static int cmd_build(int argc, char **argv)
 			goto out;
 	/* All node files at once: nodes sharing an NVML fabric clique become
 	 * one multi-node NVLink domain (GB200 NVL72). */
-	if (nfiles && isle_topo_merge_node_json_files(
-			  t, (const char *const *)files, nfiles, err,
-			  sizeof(err)) < 0) {
+	if (nfiles &&
+	    isle_topo_merge_node_json_files(t, (const char *const *)files,
+					    nfiles, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		goto out;
 	}

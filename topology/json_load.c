@@ -66,9 +66,9 @@ struct jv_block {
 
 struct jv_doc {
 	struct jv_block *blocks;
-	char *text;			/* decoded copy (fast path) */
-	struct json_object *jc;		/* json-c tree (fallback) */
-	struct jv *stack;		/* siblings being parsed */
+	char *text;		/* decoded copy (fast path) */
+	struct json_object *jc; /* json-c tree (fallback) */
+	struct jv *stack;	/* siblings being parsed */
 	size_t nstack, capstack;
 	struct jv root;
 };
@@ -137,15 +137,32 @@ static int jv_string(char **pp, const char **s, unsigned *len)
 			return 1;
 		if (c == '\\') {
 			switch (p[1]) {
-			case '"': c = '"'; break;
-			case '\\': c = '\\'; break;
-			case '/': c = '/'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			default: return 1; /* \u and bad escapes: json-c */
+			case '"':
+				c = '"';
+				break;
+			case '\\':
+				c = '\\';
+				break;
+			case '/':
+				c = '/';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			default:
+				return 1; /* \u and bad escapes: json-c */
 			}
 			p++;
 		}
@@ -283,7 +300,8 @@ static int jv_value(struct jv_doc *d, char **pp, struct jv *out, int depth)
 					/* Duplicate keys: json-c's rules. */
 					for (size_t k = base; k < d->nstack;
 					     k++)
-						if (d->stack[k].key[0] == key[0] &&
+						if (d->stack[k].key[0] ==
+							key[0] &&
 						    !strcmp(d->stack[k].key,
 							    key))
 							return 1;
@@ -541,8 +559,7 @@ static int is_type(struct jv *v, enum jtype want)
 	case J_INT:
 		return jv_is(v, JV_INT);
 	case J_NUM:
-		return jv_is(v, JV_INT) ||
-		       jv_is(v, JV_DBL);
+		return jv_is(v, JV_INT) || jv_is(v, JV_DBL);
 	case J_STR:
 		return jv_is(v, JV_STR);
 	case J_ARR:
@@ -583,8 +600,8 @@ static int member(struct jl *j, struct jv *obj, const char *key,
 }
 
 /* Integer member in [lo, hi]; absent keeps *out. */
-static int get_int(struct jl *j, struct jv *obj, const char *key,
-		   int required, long lo, long hi, int *out)
+static int get_int(struct jl *j, struct jv *obj, const char *key, int required,
+		   long lo, long hi, int *out)
 {
 	struct jv *v;
 	int64_t x;
@@ -602,8 +619,8 @@ static int get_int(struct jl *j, struct jv *obj, const char *key,
 }
 
 /* Number member >= lo; absent keeps *out. */
-static int get_num(struct jl *j, struct jv *obj, const char *key,
-		   double lo, double *out)
+static int get_num(struct jl *j, struct jv *obj, const char *key, double lo,
+		   double *out)
 {
 	struct jv *v;
 	double x;
@@ -620,8 +637,8 @@ static int get_num(struct jl *j, struct jv *obj, const char *key,
 }
 
 /* String member; absent keeps *out (borrowed from the tree). */
-static int get_str(struct jl *j, struct jv *obj, const char *key,
-		   int required, const char **out)
+static int get_str(struct jl *j, struct jv *obj, const char *key, int required,
+		   const char **out)
 {
 	struct jv *v;
 	int rc = member(j, obj, key, J_STR, required, &v);
@@ -666,8 +683,7 @@ static int get_guid(struct jl *j, struct jv *obj, uint64_t *out)
 
 /* Rejects keys other than allowed (NULL-terminated); "_..." keys are
  * comments and always allowed. */
-static int check_keys(struct jl *j, struct jv *obj,
-		      const char *const *allowed)
+static int check_keys(struct jl *j, struct jv *obj, const char *const *allowed)
 {
 	for (unsigned i = 0; i < obj->n; i++) {
 		const char *key = obj->u.kids[i].key;
@@ -711,8 +727,8 @@ static int define(struct jl *j, struct isle__index *seen, const char *name,
  * Resolves an array of node names or host lists ("gb[01-18]") at key into
  * a new array of node indices (caller frees *out).
  */
-static int node_list(struct jl *j, struct jv *obj, const char *key,
-		     int **out, int *n)
+static int node_list(struct jl *j, struct jv *obj, const char *key, int **out,
+		     int *n)
 {
 	struct jv *arr;
 	int rc = member(j, obj, key, J_ARR, 0, &arr), cap = 0;
@@ -730,8 +746,8 @@ static int node_list(struct jl *j, struct jv *obj, const char *key,
 		int nn = 0;
 
 		rc = expect(j, v, J_STR);
-		if (!rc && isle_hostlist_expand(jv_str(v),
-						&names, &nn, msg, sizeof(msg)))
+		if (!rc && isle_hostlist_expand(jv_str(v), &names, &nn, msg,
+						sizeof(msg)))
 			rc = jerr(j, -EINVAL, "%s", msg);
 		if (!rc && isle__grow((void **)out, &cap, *n + nn, sizeof(int)))
 			rc = jerr(j, -ENOMEM, "out of memory");
@@ -760,9 +776,8 @@ static int node_list(struct jl *j, struct jv *obj, const char *key,
  * path pointing at the item. Stops at the first error. */
 #define FOREACH_ITEM(j, arr, i, item, rc)                                      \
 	for (size_t i = 0, _old = 0;                                           \
-	     !(rc) && i < jv_len(arr) &&                     \
-	     ((_old = push_idx(j, i)),                                         \
-	      (item = jv_idx(arr, i)), 1);                  \
+	     !(rc) && i < jv_len(arr) &&                                       \
+	     ((_old = push_idx(j, i)), (item = jv_idx(arr, i)), 1);            \
 	     pop(j, _old), i++)
 
 /* --- Sections ------------------------------------------------------------ */
@@ -896,8 +911,7 @@ static int load_racks(struct jl *j, struct jv *root, int pass)
 	return rc;
 }
 
-static int switch_level(struct jl *j, struct jv *obj,
-			isle_sw_level *level)
+static int switch_level(struct jl *j, struct jv *obj, isle_sw_level *level)
 {
 	const char *s = NULL;
 	int rc = get_str(j, obj, "level", 0, &s);
@@ -987,8 +1001,7 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 				rc = expect(j, kid, J_STR);
 				if (rc)
 					break;
-				c = isle_topo_find_switch(
-				    j->t, jv_str(kid));
+				c = isle_topo_find_switch(j->t, jv_str(kid));
 				if (c < 0)
 					rc = jerr(j, -ENOENT,
 						  "unknown switch '%s'",
@@ -1088,14 +1101,12 @@ static int load_nvlinks(struct jl *j, struct jv *node, int ni)
 	{
 		int64_t v[3];
 
-		if (!jv_is(item, JV_ARR) ||
-		    jv_len(item) != 3) {
+		if (!jv_is(item, JV_ARR) || jv_len(item) != 3) {
 			rc = jerr(j, -EINVAL, "expected [gpu_a, gpu_b, links]");
 			break;
 		}
 		for (size_t k = 0; k < 3 && !rc; k++) {
-			struct jv *x =
-			    jv_idx(item, k);
+			struct jv *x = jv_idx(item, k);
 			size_t o2 = push_idx(j, k);
 
 			rc = expect(j, x, J_INT);

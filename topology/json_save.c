@@ -460,9 +460,8 @@ static int check_names(const isle_topo *t, const char *path, char *err,
 int isle_topo_save(const isle_topo *t, const char *path, char *err,
 		   size_t errlen)
 {
-	char *json = NULL, *tmp = NULL;
-	size_t len;
-	int fd = -1, rc;
+	char *json = NULL;
+	int rc;
 
 	rc = check_names(t, path, err, errlen);
 	if (rc)
@@ -471,57 +470,8 @@ int isle_topo_save(const isle_topo *t, const char *path, char *err,
 	if (!json)
 		return isle__err(-ENOMEM, err, errlen, "%s: out of memory",
 				 path);
-	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
-		tmp = NULL;
-		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory", path);
-		goto out;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = isle__err(-errno, err, errlen, "%s: %s", tmp,
-			       strerror(errno));
-		goto out;
-	}
-	len = strlen(json);
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, json + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = isle__err(-EIO, err, errlen, "%s: %s", tmp,
-				       strerror(errno));
-			goto out;
-		}
-		off += (size_t)n;
-	}
 	/* Cluster files are configuration: readable like any other. */
-	if (fchmod(fd, 0644) || fsync(fd)) {
-		rc = isle__err(-errno, err, errlen, "%s: %s", tmp,
-			       strerror(errno));
-		goto out;
-	}
-	if (close(fd)) {
-		fd = -1;
-		rc = isle__err(-EIO, err, errlen, "%s: %s", tmp,
-			       strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		rc = isle__err(-errno, err, errlen, "%s: %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	rc = isle_write_file(path, json, strlen(json), 0644, err, errlen);
 	free(json);
 	return rc;
 }

@@ -26,33 +26,34 @@ struct cfg {
 
 static void usage(FILE *f)
 {
-	fputs("usage: islesim [options]\n"
-	      "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
-	      " cluster file\n"
-	      "  --policy P       isle | linear | tree | block | random | all"
-	      " (default all)\n"
-	      "  --jobs N         generated jobs (default 2000)\n"
-	      "  --mix M          seren | kalos | philly | helios (default"
-	      " seren)\n"
-	      "  --load L         offered load, 0..1 (default 0.9)\n"
-	      "  --seed S         generator seed (default 1)\n"
-	      "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
-	      "[,train|infer]\n"
-	      "  --trace          print every job's placement and rank order\n"
-	      "  --queue-depth N  queued jobs tried per pass (default 64)\n"
-	      "  --data DIR       shared data (default $ISLE_SHARED_DATA or"
-	      " ../shared/data)\n"
-	      "  --bench DIR      all clusters x policies + scale runs: writes"
-	      " DIR/placement.json,\n"
-	      "                   plot data and DIR/placement.gp\n"
-	      "  --scale LIST     decision-time runs only, e.g. 1000,10000\n"
-	      "  --decisions N    decisions per scale run (default 2000)\n"
-	      "  --replay FILE    place a job sequence, no completions: lines\n"
-	      "                   'LABEL NODES GPUS_PER_NODE [PIN|- [COMMIT|-]]'"
-	      "\n"
-	      "                   (PIN/COMMIT: node,node,...); prints\n"
-	      "                   'POLICY LABEL node,node,...' ('-': none)\n",
-	      f);
+	fputs(
+	    "usage: islesim [options]\n"
+	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
+	    " cluster file\n"
+	    "  --policy P       isle | linear | tree | block | random | all"
+	    " (default all)\n"
+	    "  --jobs N         generated jobs (default 2000)\n"
+	    "  --mix M          seren | kalos | philly | helios (default"
+	    " seren)\n"
+	    "  --load L         offered load, 0..1 (default 0.9)\n"
+	    "  --seed S         generator seed (default 1)\n"
+	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
+	    "[,train|infer]\n"
+	    "  --trace          print every job's placement and rank order\n"
+	    "  --queue-depth N  queued jobs tried per pass (default 64)\n"
+	    "  --data DIR       shared data (default $ISLE_SHARED_DATA or"
+	    " ../shared/data)\n"
+	    "  --bench DIR      all clusters x policies + scale runs: writes"
+	    " DIR/placement.json,\n"
+	    "                   plot data and DIR/placement.gp\n"
+	    "  --scale LIST     decision-time runs only, e.g. 1000,10000\n"
+	    "  --decisions N    decisions per scale run (default 2000)\n"
+	    "  --replay FILE    place a job sequence, no completions: lines\n"
+	    "                   'LABEL NODES GPUS_PER_NODE [PIN|- [COMMIT|-]]'"
+	    "\n"
+	    "                   (PIN/COMMIT: node,node,...); prints\n"
+	    "                   'POLICY LABEL node,node,...' ('-': none)\n",
+	    f);
 }
 
 static void print_header(void)
@@ -476,8 +477,9 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 		goto out;
 	}
 	for (i = 0; i < t->nnodes; i++)
-		fm[i] = t->nodes[i].ngpus >= 64 ? ~0ULL
-						: (1ULL << t->nodes[i].ngpus) - 1;
+		fm[i] = t->nodes[i].ngpus >= 64
+			    ? ~0ULL
+			    : (1ULL << t->nodes[i].ngpus) - 1;
 	rewind(in);
 	while (fgets(buf, sizeof(buf), in)) {
 		char label[128], pins[448] = "", commit[448] = "";
@@ -515,7 +517,8 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 		if (sim_policy_place(pc, fm, &req, &res) != 0)
 			res.nnodes = 0;
 		for (i = 0; i < res.nnodes; i++) {
-			printf("%s%s", i ? "," : "", t->nodes[res.nodes[i]].name);
+			printf("%s%s", i ? "," : "",
+			       t->nodes[res.nodes[i]].name);
 			if (!commit[0])
 				fm[res.nodes[i]] &= ~res.masks[i];
 		}

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -262,6 +264,49 @@ static const struct bad_case bad_cases[] = {
      "name"},
 };
 
+/* Output paths that are not plain files: a symlink keeps its link and the
+ * file it names is replaced; a device is written into, never replaced
+ * (`islectl build -o /dev/null` once turned /dev/null into a file). */
+static void test_write_file_targets(void **state)
+{
+	char dir[] = "/tmp/isle-test-write-XXXXXX", a[256], b[256], c[256];
+	char err[256], buf[16] = "";
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/real", dir);
+	snprintf(b, sizeof(b), "%s/link", dir);
+	snprintf(c, sizeof(c), "%s/null", dir);
+	assert_int_equal(isle_write_file(a, "one", 3, 0644, err, sizeof(err)),
+			 0);
+	assert_int_equal(symlink("real", b), 0);
+	assert_int_equal(isle_write_file(b, "two", 3, 0600, err, sizeof(err)),
+			 0);
+	assert_int_equal(lstat(b, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	f = fopen(a, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "two");
+	/* A character device like /dev/null, made here when we may. */
+	if (mknod(c, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+		assert_int_equal(
+		    isle_write_file(c, "three", 5, 0644, err, sizeof(err)), 0);
+		assert_int_equal(lstat(c, &st), 0);
+		assert_true(S_ISCHR(st.st_mode));
+		unlink(c);
+	}
+	/* A directory cannot be written: error naming the path. */
+	assert_true(isle_write_file(dir, "x", 1, 0644, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, dir));
+	unlink(b);
+	unlink(a);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_bad_input(void **state)
 {
 	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
@@ -357,6 +402,7 @@ int main(void)
 	    cmocka_unit_test(test_golden_round_trip),
 	    cmocka_unit_test(test_golden_model),
 	    cmocka_unit_test(test_save_file),
+	    cmocka_unit_test(test_write_file_targets),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_missing_file),
 	    cmocka_unit_test(test_merge),
