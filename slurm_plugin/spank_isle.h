@@ -106,6 +106,9 @@ const char *isle__spank_opt_value(const struct isle__spank_opts *o, int opt,
 /* Environment name of an option ("ISLE_TP"), NULL for bad ids. */
 const char *isle__spank_opt_env(int opt);
 
+/* Command-line name of an option ("isle-tp"), NULL for bad ids. */
+const char *isle__spank_opt_name(int opt);
+
 /* --- shared state and the per-context entry points (spank_isle.c) ------ */
 
 #ifdef SPANK_H /* after <slurm/spank.h> */

@@ -37,19 +37,13 @@
 /* Fills st->user and st->job from the job's SPANK environment. */
 static int _load_options(spank_t sp, struct isle__spank_state *st)
 {
-	static const char *const names[ISLE_OPT_COUNT] = {
-	    [ISLE_OPT_TP] = "isle-tp",
-	    [ISLE_OPT_PP] = "isle-pp",
-	    [ISLE_OPT_MODE] = "isle-mode",
-	    [ISLE_OPT_SPAN] = "isle-span",
-	    [ISLE_OPT_COMPRESS] = "isle-compress",
-	    [ISLE_OPT_SHIM] = "isle-shim",
-	};
 	char err[256];
 
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		struct spank_option o = {
-		    .name = (char *)names[opt], .has_arg = 1, .val = opt};
+		struct spank_option o = {.name =
+					     (char *)isle__spank_opt_name(opt),
+					 .has_arg = 1,
+					 .val = opt};
 		char *val = NULL;
 
 		if (spank_option_getopt(sp, &o, &val) != ESPANK_SUCCESS || !val)

@@ -394,3 +394,8 @@ const char *isle__spank_opt_env(int opt)
 {
 	return (opt > 0 && opt < ISLE_OPT_COUNT) ? opt_envs[opt] : NULL;
 }
+
+const char *isle__spank_opt_name(int opt)
+{
+	return (opt > 0 && opt < ISLE_OPT_COUNT) ? opt_names[opt] : NULL;
+}
