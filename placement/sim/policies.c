@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "islesim.h"
+#include "place_priv.h"
 
 const char *const sim_policy_names[SIM_NPOLICIES] = {
     "isle", "linear", "tree", "block", "random",
@@ -143,34 +144,6 @@ void sim_policy_destroy(struct sim_policy_ctx *pc)
 	free(pc->order);
 	free(pc->score);
 	free(pc);
-}
-
-/* Grows a result's arrays (same ownership rules as the engine's). */
-static int res_reserve(struct isle_place_result *r, int nnodes, int nranks)
-{
-	if (nnodes > r->cap_nodes) {
-		int *n = realloc(r->nodes, (size_t)nnodes * sizeof(*n));
-		uint64_t *m;
-
-		if (!n)
-			return -ENOMEM;
-		r->nodes = n;
-		m = realloc(r->masks, (size_t)nnodes * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		r->masks = m;
-		r->cap_nodes = nnodes;
-	}
-	if (nranks > r->cap_ranks) {
-		struct isle_place_rank *k =
-		    realloc(r->ranks, (size_t)nranks * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		r->ranks = k;
-		r->cap_ranks = nranks;
-	}
-	return 0;
 }
 
 static int nfree(const uint64_t *fm, int node)
@@ -506,7 +479,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 
 	if (pc->p == SIM_ISLE)
 		return isle_place(pc->eng, fm, NULL, req, res);
-	rc = res_reserve(res, pc->t->nnodes, need);
+	rc = isle__place_result_reserve(res, pc->t->nnodes, need);
 	if (rc)
 		return rc;
 	res->reason[0] = '\0';

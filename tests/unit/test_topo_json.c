@@ -25,48 +25,7 @@
 #define TOPO_GOLDEN_DIR "tests/golden/topology"
 #endif
 
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long len;
-
-	if (!f)
-		fail_msg("cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)len + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* Compares text with a golden file; on a mismatch writes the actual text
- * beside the build for inspection. */
-static void expect_golden(const char *text, const char *name)
-{
-	char path[512], *want;
-
-	snprintf(path, sizeof(path), "%s/%s", TOPO_GOLDEN_DIR, name);
-	want = read_file(path);
-	if (strcmp(text, want) != 0) {
-		char out[512];
-		FILE *f;
-
-		snprintf(out, sizeof(out), "/tmp/isle-golden-%s", name);
-		f = fopen(out, "w");
-		if (f) {
-			fputs(text, f);
-			fclose(f);
-		}
-		fail_msg("%s differs from %s (actual output in %s)", name, path,
-			 out);
-	}
-	free(want);
-}
+#include "topo_golden.h"
 
 static isle_topo *load_ok(const char *path)
 {
