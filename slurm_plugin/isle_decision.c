@@ -23,7 +23,7 @@
 
 #include <json-c/json.h>
 
-#include "isle_plugin.h"
+#include "isle_compat.h"
 
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
@@ -356,21 +356,29 @@ void isle__decision_record(job_record_t *job_ptr,
 			      res->dp, nodes, islands, res->leafs,
 			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
+	/* Slurm clears the job's topology info before each evaluation, so
+	 * the record is built every time; the file only when it changed. */
+	why = _why(t, res, cands, ncands);
+	o = _record_json(job_ptr, line, why);
+	json_object_object_add(o, "planned", json_object_new_boolean(planned));
+	json_object_object_add(o, "request", _request_json(req, res->nranks));
+	json_object_object_add(o, "placement",
+			       _placement_json(t, res, nodes, islands));
+	json_object_object_add(o, "candidates", _cands_json(t, cands, ncands));
+	if (isle__compat_has_jobinfo)
+		isle__compat_set_jobinfo(
+		    job_ptr,
+		    isle__jobinfo_create(
+			job_ptr, line, res, islands,
+			json_object_to_json_string_ext(
+			    o, JSON_C_TO_STRING_PRETTY)));
 	if (_changed(job_ptr->job_id, line)) {
-		why = _why(t, res, cands, ncands);
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
-		o = _record_json(job_ptr, line, why);
-		json_object_object_add(o, "planned",
-				       json_object_new_boolean(planned));
-		json_object_object_add(o, "request",
-				       _request_json(req, res->nranks));
-		json_object_object_add(o, "placement",
-				       _placement_json(t, res, nodes, islands));
-		json_object_object_add(o, "candidates",
-				       _cands_json(t, cands, ncands));
 		_save_record(job_ptr, o);
-		xfree(why);
+	} else {
+		json_object_put(o);
 	}
+	xfree(why);
 	xfree(line);
 	xfree(islands);
 	xfree(nodes);
@@ -385,13 +393,19 @@ void isle__decision_none(job_record_t *job_ptr,
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
-	if (_changed(job_ptr->job_id, line)) {
-		o = _record_json(job_ptr, line, reason);
-		json_object_object_add(o, "request", _request_json(req, 0));
-		json_object_object_add(
-		    o, "candidates",
-		    _cands_json(isle__ctx.topo, cands, ncands));
+	o = _record_json(job_ptr, line, reason);
+	json_object_object_add(o, "request", _request_json(req, 0));
+	json_object_object_add(o, "candidates",
+			       _cands_json(isle__ctx.topo, cands, ncands));
+	if (isle__compat_has_jobinfo)
+		isle__compat_set_jobinfo(
+		    job_ptr, isle__jobinfo_create(
+				 job_ptr, line, NULL, NULL,
+				 json_object_to_json_string_ext(
+				     o, JSON_C_TO_STRING_PRETTY)));
+	if (_changed(job_ptr->job_id, line))
 		_save_record(job_ptr, o);
-	}
+	else
+		json_object_put(o);
 	xfree(line);
 }
