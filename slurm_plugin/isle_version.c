@@ -71,16 +71,18 @@ static int _check(const char *what)
 	*(void **)&err_fn = dlsym(RTLD_DEFAULT, "slurm_error");
 	if (err_fn)
 		err_fn("isle: %s was built for Slurm %s (libslurm API %ld) "
-		       "but is loaded by Slurm %s (libslurm API %ld); rebuild "
-		       "isle against the running Slurm. Not using it: "
-		       "placement stays with Slurm's default selection",
-		       what, SLURM_VERSION_STRING, built, name, running);
+		       "but is loaded by Slurm %s (libslurm API %ld); Slurm "
+		       "does not load plugins of another release: rebuild "
+		       "isle against the running Slurm (make SLURM=%s)",
+		       what, SLURM_VERSION_STRING, built, name, running,
+		       rel ? rel : "<release>");
 	else
 		fprintf(stderr,
 			"isle: %s was built for Slurm %s (libslurm API %ld) "
-			"but is loaded by Slurm %s (libslurm API %ld); "
-			"rebuild isle against the running Slurm\n",
-			what, SLURM_VERSION_STRING, built, name, running);
+			"but is loaded by Slurm %s (libslurm API %ld); rebuild "
+			"isle against the running Slurm (make SLURM=%s)\n",
+			what, SLURM_VERSION_STRING, built, name, running,
+			rel ? rel : "<release>");
 	return result = -EPROTO;
 }
 

@@ -37,6 +37,8 @@ static bool disabled;
 int isle__topo_init(void)
 {
 	if (isle__version_check(plugin_type)) {
+		error("isle: not placing jobs: Slurm's default selection is "
+		      "used");
 		disabled = true;
 		return SLURM_SUCCESS;
 	}

@@ -4,15 +4,23 @@
 #  A test cluster of the running release (ISLE_SLURM_PREFIX) starts with the
 #  right plugins. slurmctld is stopped, topology_isle.so in the cluster's
 #  plugin dir is replaced by one built for the other release (24.11 <->
-#  26.05), and slurmctld started again. Recorded outcome:
-#   - isle's own line names both releases, e.g. "isle: .../topology_isle.so
-#     was built for Slurm 24.11.5 (libslurm API 42) but is loaded by Slurm
-#     26.05 (libslurm API 45); rebuild isle against the running Slurm ...",
-#     logged from the plugin's constructor at dlopen(), before
-#   - Slurm's own refusal "plugin_load_from_file: Incompatible Slurm plugin
-#     .../topology_isle.so version (24.11.5)", after which slurmctld stops
-#     with its own fatal message (Slurm refuses a topology plugin of another
-#     release before isle's init() can run; it exits, it does not crash).
+#  26.05), and slurmctld started again. What the admin sees (24.11 running
+#  a 26.05.3 plugin; the other way round reads alike):
+#    error: isle: .../topology_isle.so was built for Slurm 26.05.3 (libslurm
+#      API 45) but is loaded by Slurm 24.11 (libslurm API 42); Slurm does not
+#      load plugins of another release: rebuild isle against the running
+#      Slurm (make SLURM=24.11)
+#    plugin_load_from_file: Incompatible Slurm plugin .../topology_isle.so
+#      version (26.05.3)
+#    error: Couldn't find the specified plugin name for topology/isle ...
+#    (the isle line again, plugin_peek's Incompatible line again)
+#    error: cannot find topo plugin for topology/isle
+#    error: cannot create topo context for topology/isle
+#    fatal: Failed to initialize topology plugin
+#  isle's line comes from the plugin's constructor at dlopen(), before
+#  Slurm's version check: Slurm refuses a topology plugin of another release
+#  before its init() runs and slurmctld exits (status 1, no crash). Then the
+#  right plugin is put back and slurmctld starts again.
 #  The other release's plugin: $ISLE_OTHER_PLUGIN if set, else built here
 #  (make B=<tmp> SLURM_SRC=<other tree> SLURM_PREFIX=<other prefix>) from
 #  $ISLE_CACHE/src/slurm-<other>; skipped (77) when that release is not
@@ -91,8 +99,9 @@ rc=0
 SLURM_CONF=$d/etc/slurm.conf timeout 120 "$ISLE_SLURM_PREFIX/sbin/slurmctld" -D -i \
 	-f "$d/etc/slurm.conf" >"$work/ctld.out" 2>&1 || rc=$?
 new=$(tail -n +"$((lines + 1))" "$log"; cat "$work/ctld.out")
+echo "$new" >"$work/new.log"
 echo "slurmctld with the Slurm $other plugin: exit $rc; its log:"
-echo "$new" | grep -iE "isle|incompatible|topolog|fatal|error" | head -12
+echo "$new" | grep -E "isle: |Incompatible|topolog|fatal" | head -12
 [ "$rc" -ne 124 ] || fail "slurmctld kept running with a plugin of another release (no refusal)"
 [ "$rc" -lt 128 ] || fail "slurmctld died of a signal ($rc) loading a plugin of another release"
 echo "$new" | grep -q "isle: .*topology_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*} (libslurm API [0-9]*)" ||
