@@ -38,7 +38,8 @@ isle_cluster_start --nodes 4 --gpus 4 --topology isle \
 d=$ISLE_CLUSTER_DIR
 log=$d/log/slurmctld.log
 grep -q "isle: loaded .*isle.json: 8 nodes" "$log" || fail "cluster file not loaded"
-scontrol show topology nvl2 | grep -q "FreeGPUs=0" || fail "nvl2 has free GPUs before n05 exists"
+t=$(isle_pt_topo nvl2)
+echo "$t" | grep -q "FreeGPUs=0" || fail "nvl2 has free GPUs before n05 exists: $t"
 
 # A free port for n05's slurmd.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -67,7 +68,7 @@ for n in n02 n03 n04; do
 	isle_pt_wait_state "$h" RUNNING 120 || fail "holder on $n did not start"
 	holders+=("$h")
 done
-t=$(scontrol show topology nvl2)
+t=$(isle_pt_topo nvl2)
 echo "$t"
 echo "$t" | grep -q "IslandName=nvl2 .*Nodes=n05 GPUs=[0-9]* FreeGPUs=4" || fail "nvl2 does not list n05 with 4 free GPUs"
 
