@@ -20,7 +20,11 @@
 #  isle's line comes from the plugin's constructor at dlopen(), before
 #  Slurm's version check: Slurm refuses a topology plugin of another release
 #  before its init() runs and slurmctld exits (status 1, no crash). Then the
-#  right plugin is put back and slurmctld starts again.
+#  right plugin is put back and slurmctld starts again. Last, spank_isle.so
+#  of the other release in plugstack.conf: sbatch prints the isle line
+#  (spank_isle.so ... built for Slurm X but is loaded by Slurm Y), then
+#  "Incompatible Slurm plugin", "spank: ...: Incompatible plugin version",
+#  "Failed to initialize plugin stack", and submits nothing.
 #  The other release's plugin: $ISLE_OTHER_PLUGIN if set, else built here
 #  (make B=<tmp> SLURM_SRC=<other tree> SLURM_PREFIX=<other prefix>) from
 #  $ISLE_CACHE/src/slurm-<other>; skipped (77) when that release is not
@@ -66,7 +70,8 @@ if [ -z "$other_so" ]; then
 	mkdir -p "$work/other" && touch "$work/other/.deps-ok"
 	make -s -C "$repo" B="$work/other" SLURM_SRC="$osrc" SLURM_PREFIX="$oprefix" \
 		ISLE_DEPS=none DEPS_OK="$work/other/.deps-ok" \
-		"$work/other/slurm/topology_isle.so" >"$work/build.log" 2>&1 ||
+		"$work/other/slurm/topology_isle.so" "$work/other/slurm/spank_isle.so" \
+		>"$work/build.log" 2>&1 ||
 		{ tail -20 "$work/build.log"; fail "cannot build topology_isle.so for Slurm $other"; }
 	other_so=$work/other/slurm/topology_isle.so
 fi
@@ -118,5 +123,20 @@ for ((i = 0; i < 240; i++)); do
 	sleep 0.5
 done
 scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back with the right plugin"
+
+# spank_isle.so of the other release in plugstack.conf (required): sbatch
+# names both releases, then Slurm refuses the plugin and the submission.
+other_spank=$(dirname "$other_so")/spank_isle.so
+if [ -f "$other_spank" ]; then
+	cp "$other_spank" "$work/plugins/spank_isle.so"
+	out=$(sbatch --wrap true 2>&1) && fail "sbatch accepted a job with a spank_isle.so of Slurm $other: $out"
+	echo "sbatch with the Slurm $other spank_isle.so:"
+	echo "$out"
+	echo "$out" | grep -q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
+		fail "sbatch: no isle line naming both releases"
+	cp "$repo/build/slurm/spank_isle.so" "$work/plugins/spank_isle.so"
+	j=$(sbatch --parsable -o /dev/null --wrap true) || fail "sbatch with the right spank_isle.so"
+	isle_wait_job "$j" 120 >/dev/null || fail "job $j with the right plugins did not complete"
+fi
 isle_cluster_stop
 echo "PASS"
