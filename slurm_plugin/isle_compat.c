@@ -244,15 +244,14 @@ ISLE_EXPORT void topology_p_get_topology_str(node_record_t *node_ptr,
 	xfree(unit);
 }
 
-ISLE_EXPORT int topology_p_get_rank(bitstr_t *node_bitmap,
-				    uint32_t **node_rank, uint32_t *size,
-				    void *tctx)
+ISLE_EXPORT int topology_p_get_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
+				    uint32_t *size, void *tctx)
 {
 	return isle__nodes_rank(node_bitmap, node_rank, size);
 }
 
-#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0) && \
-	SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(25, 0, 0)
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0) &&                  \
+    SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(25, 0, 0)
 
 const bool isle__compat_has_jobinfo = false;
 

@@ -71,13 +71,13 @@ extern char *isle__topo_name;
 /* What isle decided for a job, as packed into the job's saved state. */
 struct isle__jobinfo {
 	uint32_t job_id;
-	char *line;	/* the "isle:" AdminComment line */
-	char *islands;	/* island names, comma separated */
+	char *line;    /* the "isle:" AdminComment line */
+	char *islands; /* island names, comma separated */
 	uint32_t tp, pp, dp, leafs, tp_in_island, ntp_groups;
 	uint32_t nnodes;
-	char **nodes;	    /* [nnodes] node names in rank order */
-	uint64_t *gpus;	    /* [nnodes] GPU masks */
-	char *record;	    /* the explain record (JSON text), or NULL */
+	char **nodes;	/* [nnodes] node names in rank order */
+	uint64_t *gpus; /* [nnodes] GPU masks */
+	char *record;	/* the explain record (JSON text), or NULL */
 };
 
 struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr,

@@ -233,8 +233,9 @@ char *isle__nodes_unit(int s)
 				leaf = sw;
 	}
 	xstrfmtcat(out, "%s:%s:%s",
-		   (n->rack >= 0 && n->rack < t->nracks) ? t->racks[n->rack].name
-							 : "-",
+		   (n->rack >= 0 && n->rack < t->nracks)
+		       ? t->racks[n->rack].name
+		       : "-",
 		   (isl >= 0 && isl < t->nislands) ? t->islands[isl].name : "-",
 		   leaf >= 0 ? t->switches[leaf].name : "-");
 	return out;
@@ -270,8 +271,8 @@ int isle__nodes_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
 	if (!node_bitmap || !(count = bit_set_count(node_bitmap)))
 		return SLURM_SUCCESS;
 	keys = xcalloc(count, sizeof(*keys));
-	for (int i = 0; (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 &&
-			k < count;
+	for (int i = 0;
+	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count;
 	     i++, k++) {
 		int m = (t && c->slurm2model && i < c->nslurm)
 			    ? c->slurm2model[i]

@@ -112,9 +112,8 @@ void isle__decision_restore(uint32_t job_id, const char *record)
 	*rs_tail = it;
 	rs_tail = &it->next;
 	if (!rs_running && !rs_stop) {
-		char *dir = xstrdup_printf("%s/%s",
-					   slurm_conf.state_save_location,
-					   ISLE_STATE_SUBDIR);
+		char *dir = xstrdup_printf(
+		    "%s/%s", slurm_conf.state_save_location, ISLE_STATE_SUBDIR);
 
 		if (pthread_create(&rs_thread, NULL, _restore_thread, dir)) {
 			error("isle: cannot start the record restore thread: "

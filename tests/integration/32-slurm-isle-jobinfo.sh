@@ -22,7 +22,7 @@ isle_pt_require_plugins
 ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{print $2}')
 case $ver in
 24.11.*)
-	echo "SKIP: Slurm $ver has no per-job topology info (topology_p_jobinfo_*, topology_p_get_topology_str: 25.x and later); the decision lives in isle's own record there"
+	echo "SKIP: Slurm $ver has no per-job topology info and no node topology strings (26.05: topology_p_jobinfo_*, topology_p_get_topology_str); there the decision lives in isle's own record"
 	exit 77
 	;;
 esac
