@@ -338,6 +338,19 @@ out:
 	xfree(tmp);
 }
 
+/* The decision as the job's topology info (releases that keep one). */
+static void _jobinfo_set(job_record_t *job_ptr, const char *line,
+			 const struct isle_place_result *res,
+			 const char *islands, json_object *o)
+{
+	if (!isle__compat_has_jobinfo)
+		return;
+	isle__compat_set_jobinfo(
+	    job_ptr, isle__jobinfo_create(job_ptr, line, res, islands,
+					  json_object_to_json_string_ext(
+					      o, JSON_C_TO_STRING_PRETTY)));
+}
+
 void isle__decision_record(job_record_t *job_ptr,
 			   const struct isle_place_req *req,
 			   const struct isle_place_result *res,
@@ -347,8 +360,9 @@ void isle__decision_record(job_record_t *job_ptr,
 	const isle_topo *t = isle__ctx.topo;
 	char *nodes = bitmap2node_name(node_map);
 	char *islands = _island_names(t, res);
-	char *line, *why;
+	char *line, *why = NULL;
 	json_object *o;
+	bool changed;
 
 	line = xstrdup_printf("isle: %stp=%d pp=%d dp=%d nodes=%s islands=%s "
 			      "leafs=%d tp_in_island=%d/%d cost=%.2fx",
@@ -356,27 +370,28 @@ void isle__decision_record(job_record_t *job_ptr,
 			      res->dp, nodes, islands, res->leafs,
 			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
-	/* Slurm clears the job's topology info before each evaluation, so
-	 * the record is built every time; the file only when it changed. */
-	why = _why(t, res, cands, ncands);
-	o = _record_json(job_ptr, line, why);
-	json_object_object_add(o, "planned", json_object_new_boolean(planned));
-	json_object_object_add(o, "request", _request_json(req, res->nranks));
-	json_object_object_add(o, "placement",
-			       _placement_json(t, res, nodes, islands));
-	json_object_object_add(o, "candidates", _cands_json(t, cands, ncands));
-	if (isle__compat_has_jobinfo)
-		isle__compat_set_jobinfo(
-		    job_ptr,
-		    isle__jobinfo_create(
-			job_ptr, line, res, islands,
-			json_object_to_json_string_ext(
-			    o, JSON_C_TO_STRING_PRETTY)));
-	if (_changed(job_ptr->job_id, line)) {
-		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
-		_save_record(job_ptr, o);
-	} else {
-		json_object_put(o);
+	/* Where Slurm keeps per-job topology info it clears it before each
+	 * evaluation: the record goes there every time, to the file only
+	 * when it changed. */
+	changed = _changed(job_ptr->job_id, line);
+	if (changed || isle__compat_has_jobinfo) {
+		why = _why(t, res, cands, ncands);
+		o = _record_json(job_ptr, line, why);
+		json_object_object_add(o, "planned",
+				       json_object_new_boolean(planned));
+		json_object_object_add(o, "request",
+				       _request_json(req, res->nranks));
+		json_object_object_add(o, "placement",
+				       _placement_json(t, res, nodes, islands));
+		json_object_object_add(o, "candidates",
+				       _cands_json(t, cands, ncands));
+		_jobinfo_set(job_ptr, line, res, islands, o);
+		if (changed) {
+			debug("isle: %pJ: %s (%s)", job_ptr, line, why);
+			_save_record(job_ptr, o);
+		} else {
+			json_object_put(o);
+		}
 	}
 	xfree(why);
 	xfree(line);
@@ -391,21 +406,21 @@ void isle__decision_none(job_record_t *job_ptr,
 {
 	char *line = xstrdup_printf("isle: %s: %s", what, reason);
 	json_object *o;
+	bool changed;
 
 	_merge_admin_comment(job_ptr, line);
-	o = _record_json(job_ptr, line, reason);
-	json_object_object_add(o, "request", _request_json(req, 0));
-	json_object_object_add(o, "candidates",
-			       _cands_json(isle__ctx.topo, cands, ncands));
-	if (isle__compat_has_jobinfo)
-		isle__compat_set_jobinfo(
-		    job_ptr, isle__jobinfo_create(
-				 job_ptr, line, NULL, NULL,
-				 json_object_to_json_string_ext(
-				     o, JSON_C_TO_STRING_PRETTY)));
-	if (_changed(job_ptr->job_id, line))
-		_save_record(job_ptr, o);
-	else
-		json_object_put(o);
+	changed = _changed(job_ptr->job_id, line);
+	if (changed || isle__compat_has_jobinfo) {
+		o = _record_json(job_ptr, line, reason);
+		json_object_object_add(o, "request", _request_json(req, 0));
+		json_object_object_add(
+		    o, "candidates",
+		    _cands_json(isle__ctx.topo, cands, ncands));
+		_jobinfo_set(job_ptr, line, NULL, NULL, o);
+		if (changed)
+			_save_record(job_ptr, o);
+		else
+			json_object_put(o);
+	}
 	xfree(line);
 }
