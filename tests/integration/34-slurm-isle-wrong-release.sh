@@ -129,10 +129,10 @@ scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back with the ri
 other_spank=$(dirname "$other_so")/spank_isle.so
 if [ -f "$other_spank" ]; then
 	cp "$other_spank" "$work/plugins/spank_isle.so"
-	out=$(sbatch --wrap true 2>&1) && fail "sbatch accepted a job with a spank_isle.so of Slurm $other: $out"
+	sb_out=$(sbatch --wrap true 2>&1) && fail "sbatch accepted a job with a spank_isle.so of Slurm $other: $sb_out"
 	echo "sbatch with the Slurm $other spank_isle.so:"
-	echo "$out"
-	echo "$out" | grep -q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
+	echo "$sb_out"
+	echo "$sb_out" | grep -q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
 		fail "sbatch: no isle line naming both releases"
 	cp "$repo/build/slurm/spank_isle.so" "$work/plugins/spank_isle.so"
 	j=$(sbatch --parsable -o /dev/null --wrap true) || fail "sbatch with the right spank_isle.so"
