@@ -78,6 +78,12 @@ fi
 [ -f "$other_so" ] || fail "no plugin $other_so"
 grep -aq "$other" "$other_so" || fail "$other_so does not look built for Slurm $other"
 
+# A new file, never an overwrite: the slurmds keep the old one mapped, and
+# rewriting a mapped plugin in place crashes them when they unload it.
+swap_in() { # src name
+	cp "$1" "$work/plugins/.$2.new" && mv -f "$work/plugins/.$2.new" "$work/plugins/$2"
+}
+
 mkdir -p "$work/plugins"
 cp "$repo/build/slurm/topology_isle.so" "$repo/build/slurm/spank_isle.so" "$work/plugins/"
 isle_pt_gb200 "$work" 4 4 4
@@ -96,7 +102,7 @@ for ((i = 0; i < 120; i++)); do
 	sleep 0.5
 done
 kill -0 "$ctld" 2>/dev/null && fail "slurmctld did not stop"
-cp "$other_so" "$work/plugins/topology_isle.so"
+swap_in "$other_so" topology_isle.so
 : >"$work/mark"
 lines=$(wc -l <"$log")
 
@@ -115,7 +121,7 @@ echo "$new" | grep -q "Incompatible Slurm plugin .*topology_isle.so version (${o
 	fail "Slurm's own refusal line is not there"
 
 # The right plugin again: the controller comes back and places jobs.
-cp "$repo/build/slurm/topology_isle.so" "$work/plugins/topology_isle.so"
+swap_in "$repo/build/slurm/topology_isle.so" topology_isle.so
 sed -i '/^slurmctld /d' "$d/pids"
 isle__spawn "$d" slurmctld ctld "$ISLE_SLURM_PREFIX/sbin/slurmctld" -D -i -f "$d/etc/slurm.conf"
 for ((i = 0; i < 240; i++)); do
@@ -128,13 +134,13 @@ scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back with the ri
 # names both releases, then Slurm refuses the plugin and the submission.
 other_spank=$(dirname "$other_so")/spank_isle.so
 if [ -f "$other_spank" ]; then
-	cp "$other_spank" "$work/plugins/spank_isle.so"
+	swap_in "$other_spank" spank_isle.so
 	sb_out=$(sbatch --wrap true 2>&1) && fail "sbatch accepted a job with a spank_isle.so of Slurm $other: $sb_out"
 	echo "sbatch with the Slurm $other spank_isle.so:"
 	echo "$sb_out"
 	echo "$sb_out" | grep -q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
 		fail "sbatch: no isle line naming both releases"
-	cp "$repo/build/slurm/spank_isle.so" "$work/plugins/spank_isle.so"
+	swap_in "$repo/build/slurm/spank_isle.so" spank_isle.so
 	j=$(sbatch --parsable -o /dev/null --wrap true) || fail "sbatch with the right spank_isle.so"
 	isle_wait_job "$j" 120 >/dev/null || fail "job $j with the right plugins did not complete"
 fi
