@@ -462,12 +462,16 @@ int isle_emit_slurm_tree(const isle_topo *t, FILE *out);
  * domain, then one per leaf group of the remaining nodes; BlockSizes. */
 int isle_emit_slurm_block(const isle_topo *t, FILE *out);
 
-/* Slurm gres.conf lines "NodeName=n Name=gpu File=DIR/nvidiaI [Cores=..]
- * Links=..." for one node (index) or all (node = -1); dev_dir NULL means
- * /dev. cores (NULL: no Cores=) is one Slurm core list for every GPU
- * ("0-15") or one per NUMA node ("0:0-31;1:32-63"); -EINVAL if malformed. */
+/* Slurm gres.conf lines "NodeName=n Name=gpu [Type=T] File=DIR/nvidiaI
+ * [Cores=..] Links=..." for one node (index) or all (node = -1); dev_dir
+ * NULL means /dev. cores (NULL: no Cores=) is one Slurm core list for every
+ * GPU ("0-15") or one per NUMA node ("0:0-31;1:32-63"). type (NULL: none)
+ * is the GRES type of slurm.conf's Gres=gpu:TYPE:N. -EINVAL if malformed. */
 int isle_emit_gres(const isle_topo *t, int node, const char *dev_dir,
-		   const char *cores, FILE *out);
+		   const char *cores, const char *type, FILE *out);
+
+/* 1 if TYPE can be a Slurm GRES type name (letters, digits, "_.-"). */
+int isle_gres_type_valid(const char *type);
 
 /* NCCL topology XML (NCCL_TOPO_FILE) of one node. */
 int isle_emit_nccl_xml(const isle_topo *t, int node, FILE *out);

@@ -288,21 +288,25 @@ static int cmd_emit(int argc, char **argv)
 	    {"node", required_argument, NULL, 'n'},
 	    {"dev-dir", required_argument, NULL, 'd'},
 	    {"cores", required_argument, NULL, 'c'},
+	    {"type", required_argument, NULL, 't'},
 	    {"output", required_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *node = NULL, *dev_dir = NULL, *outp = NULL, *kind;
-	const char *cores = NULL;
+	const char *cores = NULL, *type = NULL;
 	isle_topo *t;
 	FILE *out, *mem;
 	char *text = NULL;
 	size_t len = 0;
 	int c, ni = -1, rc;
 
-	while ((c = getopt_long(argc, argv, "n:d:c:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:d:c:t:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cores = optarg;
+			break;
+		case 't':
+			type = optarg;
 			break;
 		case 'n':
 			node = optarg;
@@ -324,6 +328,13 @@ static int cmd_emit(int argc, char **argv)
 	    strcmp(kind, "gres") && strcmp(kind, "nccl-xml")) {
 		fprintf(stderr, "%s: emit: unknown format '%s'\n", prog, kind);
 		goto usage;
+	}
+	if (type && (strcmp(kind, "gres") || !isle_gres_type_valid(type))) {
+		fprintf(stderr,
+			"%s: emit: --type '%s': a GRES type of letters, "
+			"digits, '_', '.', '-' (emit gres only)\n",
+			prog, type);
+		return EXIT_USAGE;
 	}
 	t = load(argv[optind + 1]);
 	if (!t)
@@ -357,7 +368,7 @@ static int cmd_emit(int argc, char **argv)
 	} else if (!strcmp(kind, "slurm-block")) {
 		rc = isle_emit_slurm_block(t, mem);
 	} else if (!strcmp(kind, "gres")) {
-		rc = isle_emit_gres(t, ni, dev_dir, cores, mem);
+		rc = isle_emit_gres(t, ni, dev_dir, cores, type, mem);
 	} else {
 		rc = isle_emit_nccl_xml(t, ni, mem);
 	}
@@ -385,8 +396,8 @@ static int cmd_emit(int argc, char **argv)
 usage:
 	fprintf(stderr,
 		"usage: %s emit slurm-tree|slurm-block|gres|nccl-xml "
-		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] [-o OUT] "
-		"FILE\n",
+		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] "
+		"[--type TYPE] [-o OUT] FILE\n",
 		prog);
 	return EXIT_USAGE;
 }
@@ -782,21 +793,20 @@ static int cmd_help(int argc, char **argv);
 
 static const struct isle__cmd commands[] = {
     {"build",
-     "--ibnetdiscover DUMP [--map MAP] [--spines FILE] "
-     "[--node-json PATH...] "
-     "[--overrides FILE] [-o OUT]",
+     "[--ibnetdiscover DUMP [--map MAP] [--spines FILE]] "
+     "[--node-json PATH...] [--overrides FILE] [--name NAME] [-o OUT]",
      "build a cluster file from discovery data", cmd_build},
     {"validate", "FILE", "check a cluster file (exit 1 on errors)",
      cmd_validate},
     {"show", "FILE", "print fabric, islands and racks", cmd_show},
     {"emit",
      "slurm-tree|slurm-block|gres|nccl-xml [--node N] "
-     "[--dev-dir DIR] [--cores SPEC] [-o OUT] FILE",
+     "[--dev-dir DIR] [--cores SPEC] [--type TYPE] [-o OUT] FILE",
      "write Slurm topology.conf, gres.conf or NCCL topology XML", cmd_emit},
     {"dot", "[-o OUT.png|.svg] [--jobs JOBSFILE] FILE",
      "draw the cluster with Graphviz", cmd_dot},
-    {"explain", "JOBID", "why the Slurm plugin placed a job where it did",
-     isle__cmd_explain},
+    {"explain", "[--state-dir DIR] [--json] JOBID",
+     "why the Slurm plugin placed a job where it did", isle__cmd_explain},
     {"help", "", "this text", cmd_help},
 };
 
