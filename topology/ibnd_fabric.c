@@ -884,8 +884,93 @@ static int cmp_switch(const void *a, const void *b, void *arg)
 	return c ? c : (x > y) - (x < y);
 }
 
+/*
+ * The part of the fabric a host subset uses: keep_host[i] for the host CAs
+ * of the listed hosts, keep_sw[i] for the switches cabled to them and every
+ * switch above those (the up-paths their traffic can take). Warns about
+ * listed hosts the dump lacks; -ENOENT when it has none of them.
+ */
+static int select_hosts(const isle_ibnd_fabric *f, const char *list, char *keep,
+			char *err, size_t errlen)
+{
+	struct isle__index *want = NULL, *seen = NULL;
+	char **hosts = NULL, herr[256];
+	int nhosts = 0, *queue = NULL, nq = 0, missing = 0, i, j, rc;
+
+	rc = isle_hostlist_expand(list, &hosts, &nhosts, herr, sizeof(herr));
+	if (rc)
+		return isle__err(rc, err, errlen, "--nodes '%s': %s", list,
+				 herr);
+	want = isle__index_create();
+	seen = isle__index_create();
+	queue = malloc((size_t)f->nnodes * sizeof(*queue) + 1);
+	if (!want || !seen || !queue) {
+		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nhosts; i++)
+		isle__index_put(want, hosts[i], i);
+	memset(keep, 0, (size_t)f->nnodes);
+	for (i = 0; i < f->nnodes; i++) {
+		const struct isle_ibnd_node *c = &f->nodes[i];
+
+		if (!c->host || isle__index_get(want, c->host) < 0)
+			continue;
+		keep[i] = 1;
+		isle__index_put(seen, c->host, i);
+		for (j = 0; j < c->nlinks; j++) {
+			int s = c->links[j].peer;
+
+			if (f->nodes[s].type == ISLE_IBND_SWITCH && !keep[s]) {
+				keep[s] = 1;
+				queue[nq++] = s;
+			}
+		}
+	}
+	for (int q = 0; q < nq; q++) {
+		const struct isle_ibnd_node *n = &f->nodes[queue[q]];
+
+		for (j = 0; j < n->nlinks; j++) {
+			int r = n->links[j].peer;
+
+			if (f->nodes[r].type == ISLE_IBND_SWITCH && !keep[r] &&
+			    above(f, r, queue[q])) {
+				keep[r] = 1;
+				queue[nq++] = r;
+			}
+		}
+	}
+	for (i = 0; i < nhosts; i++)
+		missing += isle__index_get(seen, hosts[i]) < 0;
+	if (missing == nhosts)
+		rc = isle__err(-ENOENT, err, errlen,
+			       "%s: none of the hosts of --nodes '%s' is in "
+			       "the dump",
+			       f->source, list);
+	else if (missing)
+		isle__warn("%s: %d of the %d hosts of --nodes are not in the "
+			   "dump",
+			   f->source, missing, nhosts);
+out:
+	isle_hostlist_free(hosts, nhosts);
+	isle__index_destroy(want);
+	isle__index_destroy(seen);
+	free(queue);
+	return rc;
+}
+
+static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
+		   char *err, size_t errlen);
+
 int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		      size_t errlen)
+{
+	return to_topo(f, NULL, t, err, errlen);
+}
+
+/* isle_ibnd_to_topo, for the fabric nodes keep[] marks (NULL: all). */
+static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
+		   char *err, size_t errlen)
 {
 	struct isle__index *nodes = NULL;
 	const char **swname = NULL;
@@ -906,7 +991,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		isle__index_put(nodes, t->nodes[i].name, i);
 	for (i = 0; i < f->nnodes; i++) {
 		sw[i] = -1;
-		if (f->nodes[i].type == ISLE_IBND_SWITCH)
+		if (f->nodes[i].type == ISLE_IBND_SWITCH && (!keep || keep[i]))
 			order[nsw++] = i;
 	}
 	so.f = f;
@@ -969,7 +1054,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		int nd, nic = -1;
 		uint64_t guid;
 
-		if (!c->host)
+		if (!c->host || (keep && !keep[i]))
 			continue;
 		nd = isle__index_get(nodes, c->host);
 		if (nd < 0) {
@@ -1048,6 +1133,7 @@ int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
 			size_t errlen)
 {
 	isle_ibnd_fabric *f = NULL;
+	char *keep = NULL;
 	int rc;
 
 	if (!t)
@@ -1055,7 +1141,14 @@ int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
 	rc = isle_ibnd_parse(dump_path, opts, &f, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = isle_ibnd_to_topo(f, t, err, errlen);
+	if (opts && opts->nodes) {
+		keep = malloc((size_t)f->nnodes + 1);
+		rc = keep ? select_hosts(f, opts->nodes, keep, err, errlen)
+			  : isle__err(-ENOMEM, err, errlen, "out of memory");
+	}
+	if (rc >= 0)
+		rc = to_topo(f, keep, t, err, errlen);
+	free(keep);
 	isle_ibnd_fabric_destroy(f);
 	return rc;
 }

@@ -370,6 +370,9 @@ struct isle_ibnd_opts {
 	const char *guid_map;  /* "H-<guid> host" / "0x<guid> host" lines */
 	const char *spine_map; /* switch ids or GUIDs that are never leafs */
 	unsigned flags;	       /* ISLE_IBND_* */
+	/* isle_ibnd_load_opts: host list of the hosts to take ("gpu[001-064]"),
+	 * NULL for all; only switches above them are kept. */
+	const char *nodes;
 };
 
 /*

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "isle_topo.h"
 #include "islectl.h"
 
@@ -648,6 +650,49 @@ static int add_node_json(const char *path, char ***files, int *n, int *cap)
 	return rc;
 }
 
+static int cmp_pstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* 1 if the node file's host is one of hosts[n] (sorted); 0 if not; -1 if
+ * the file cannot be read (the merge then reports why). */
+static int node_file_wanted(const char *path, char **hosts, int n)
+{
+	json_object *root = json_object_from_file(path), *h;
+	const char *name;
+	int rc = -1;
+
+	if (root && json_object_object_get_ex(root, "hostname", &h) &&
+	    (name = json_object_get_string(h)))
+		rc = bsearch(&name, hosts, (size_t)n, sizeof(char *),
+			     cmp_pstr) != NULL;
+	json_object_put(root);
+	return rc;
+}
+
+/* Drops the node files of hosts outside --nodes from files[*n]. */
+static int filter_node_files(char **files, int *n, const char *list)
+{
+	char **hosts = NULL, err[256];
+	int nhosts = 0, k = 0;
+
+	if (isle_hostlist_expand(list, &hosts, &nhosts, err, sizeof(err))) {
+		fprintf(stderr, "%s: --nodes '%s': %s\n", prog, list, err);
+		return 1;
+	}
+	qsort(hosts, (size_t)nhosts, sizeof(char *), cmp_pstr);
+	for (int i = 0; i < *n; i++) {
+		if (node_file_wanted(files[i], hosts, nhosts))
+			files[k++] = files[i];
+		else
+			free(files[i]);
+	}
+	*n = k;
+	isle_hostlist_free(hosts, nhosts);
+	return 0;
+}
+
 static int cmd_build(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -657,11 +702,12 @@ static int cmd_build(int argc, char **argv)
 	    {"node-json", required_argument, NULL, 'n'},
 	    {"overrides", required_argument, NULL, 'r'},
 	    {"name", required_argument, NULL, 'N'},
+	    {"nodes", required_argument, NULL, 'w'},
 	    {"output", required_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *dump = NULL, *map = NULL, *over = NULL, *outp = NULL;
-	const char *name = NULL, *spines = NULL;
+	const char *name = NULL, *spines = NULL, *subset = NULL;
 	const char **node_json = calloc((size_t)argc + 1, sizeof(char *));
 	char **files = NULL;
 	int nnode_json = 0, nfiles = 0, capfiles = 0, c, rc = 1;
@@ -670,7 +716,7 @@ static int cmd_build(int argc, char **argv)
 
 	if (!node_json)
 		return 1;
-	while ((c = getopt_long(argc, argv, "i:m:s:n:r:N:o:", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "i:m:s:n:r:N:w:o:", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'i':
@@ -690,6 +736,9 @@ static int cmd_build(int argc, char **argv)
 			break;
 		case 'N':
 			name = optarg;
+			break;
+		case 'w':
+			subset = optarg;
 			break;
 		case 'o':
 			outp = optarg;
@@ -721,6 +770,7 @@ static int cmd_build(int argc, char **argv)
 		    .guid_map = map,
 		    .spine_map = spines,
 		    .flags = map ? ISLE_IBND_KEEP_ANONYMOUS : 0,
+		    .nodes = subset,
 		};
 
 		if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) < 0) {
@@ -731,6 +781,8 @@ static int cmd_build(int argc, char **argv)
 	for (int i = 0; i < nnode_json; i++)
 		if (add_node_json(node_json[i], &files, &nfiles, &capfiles))
 			goto out;
+	if (subset && filter_node_files(files, &nfiles, subset))
+		goto out;
 	/* All node files at once: nodes sharing an NVML fabric clique become
 	 * one multi-node NVLink domain (GB200 NVL72). */
 	if (nfiles &&
@@ -780,7 +832,7 @@ usage:
 		"usage: %s build [--ibnetdiscover DUMP [--map GUIDMAP] "
 		"[--spines SPINEFILE]] "
 		"[--node-json DIR_OR_FILE...] [--overrides FILE] [--name NAME] "
-		"[-o cluster.json]\n",
+		"[--nodes HOSTLIST] [-o cluster.json]\n",
 		prog);
 	free(node_json);
 	return EXIT_USAGE;
@@ -794,7 +846,8 @@ static int cmd_help(int argc, char **argv);
 static const struct isle__cmd commands[] = {
     {"build",
      "[--ibnetdiscover DUMP [--map MAP] [--spines FILE]] "
-     "[--node-json PATH...] [--overrides FILE] [--name NAME] [-o OUT]",
+     "[--node-json PATH...] [--overrides FILE] [--name NAME] "
+     "[--nodes HOSTLIST] [-o OUT]",
      "build a cluster file from discovery data", cmd_build},
     {"validate", "FILE", "check a cluster file (exit 1 on errors)",
      cmd_validate},

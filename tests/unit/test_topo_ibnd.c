@@ -464,6 +464,53 @@ static void test_x5_matches_topology_conf(void **state)
 	isle_topo_destroy(t);
 }
 
+/* --nodes: only the listed hosts and the switches on their way up. */
+static void test_node_subset(void **state)
+{
+	char dump[512], map[512], err[512];
+	struct isle_ibnd_opts o = {.flags = ISLE_IBND_KEEP_ANONYMOUS};
+	isle_topo *t;
+	int leafs = 0;
+
+	t = isle_topo_create();
+	o.nodes = "zz[1-3]";
+	assert_int_equal(
+	    isle_ibnd_load_opts(t, GOLDEN "/small.net", &o, err, sizeof(err)),
+	    -ENOENT);
+	assert_non_null(strstr(err, "none of the hosts of --nodes"));
+	assert_int_equal(t->nnodes, 0);
+	o.nodes = "gpu[01-02";
+	assert_int_equal(
+	    isle_ibnd_load_opts(t, GOLDEN "/small.net", &o, err, sizeof(err)),
+	    -EINVAL);
+	isle_topo_destroy(t);
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
+		 shared_dir());
+	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
+	if (!exists(dump) || !exists(map))
+		skip();
+	t = isle_topo_create();
+	o.guid_map = map;
+	o.nodes = "sl390lin[101-110],r815lin104,nothere1";
+	if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(t->nnodes, 11);
+	assert_true(isle_topo_find_node(t, "sl390lin105") >= 0);
+	assert_true(isle_topo_find_node(t, "sl390lin111") < 0);
+	/* 2 of the 6 leafs; every spine and the core above them stay */
+	for (int s = 0; s < t->nswitches; s++) {
+		leafs += t->switches[s].level == ISLE_SW_LEAF;
+		if (t->switches[s].level == ISLE_SW_LEAF)
+			assert_true(t->switches[s].nnodes > 0);
+	}
+	assert_int_equal(leafs, 2);
+	assert_int_equal(t->nswitches, 7);
+	isle_topo_destroy(t);
+}
+
 static void test_x5_golden(void **state)
 {
 	isle_ibnd_fabric *f =
@@ -670,6 +717,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_bad_dump_real, setup),
 	    cmocka_unit_test_setup(test_x5_matches_topology_conf, setup),
 	    cmocka_unit_test_setup(test_x5_golden, setup),
+	    cmocka_unit_test_setup(test_node_subset, setup),
 	    cmocka_unit_test_setup(test_map_formats, setup),
 	    cmocka_unit_test_setup(test_spine_list_and_prompt, setup),
 	    cmocka_unit_test_setup(test_merge_into_existing_nodes, setup),
