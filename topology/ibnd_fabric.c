@@ -962,6 +962,77 @@ out:
 static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 		   char *err, size_t errlen);
 
+/*
+ * Oversubscription from the cabling: what the leafs take in from their CAs
+ * over what they send up (the spine tier), and what the spines below a core
+ * take in from their leafs over what they send up (the core tier), summed
+ * over the switches of that level. Rates where the dump gives them all,
+ * else cable counts. Only a tier still at the default 1 is set; overrides
+ * merged later win.
+ */
+static void derive_oversub(const isle_ibnd_fabric *f, const char *keep,
+			   isle_topo *t)
+{
+	double down[2] = {0, 0}, up[2] = {0, 0};
+	int counts = 0, pass, i, j;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < f->nnodes; i++) {
+			const struct isle_ibnd_node *n = &f->nodes[i];
+			double d = 0, u = 0;
+			int k;
+
+			if (n->type != ISLE_IBND_SWITCH || (keep && !keep[i]))
+				continue;
+			if (n->level == ISLE_SW_LEAF)
+				k = 0;
+			else if (n->level == ISLE_SW_SPINE)
+				k = 1;
+			else
+				continue;
+			for (j = 0; j < n->nlinks; j++) {
+				int r = n->links[j].peer;
+				double w = counts ? 1.0 : n->links[j].gbps;
+
+				if (!counts && w <= 0) {
+					counts = 1;
+					break;
+				}
+				/* SHARP aggregation nodes live inside the
+				 * switch and carry no host traffic. */
+				if (f->nodes[r].type != ISLE_IBND_SWITCH) {
+					if (k == 0 &&
+					    f->nodes[r].kind !=
+						ISLE_IBND_CA_AGGREGATION)
+						d += w;
+				} else if (above(f, r, i)) {
+					u += w;
+				} else if (k == 1 &&
+					   f->nodes[r].level < n->level) {
+					d += w;
+				}
+			}
+			if (j < n->nlinks)
+				break;
+			if (u > 0 && d > 0) {
+				down[k] += d;
+				up[k] += u;
+			}
+		}
+		if (i == f->nnodes)
+			break;
+		down[0] = down[1] = up[0] = up[1] = 0;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct isle_tier_param *p =
+		    &t->tier[k ? ISLE_TIER_CORE : ISLE_TIER_SPINE];
+		double ratio = up[k] > 0 ? down[k] / up[k] : 0;
+
+		if (ratio >= 1.01 && p->oversub == 1.0)
+			p->oversub = (double)(long)(ratio * 100 + 0.5) / 100;
+	}
+}
+
 int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		      size_t errlen)
 {
@@ -1115,6 +1186,7 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 			}
 		}
 	}
+	derive_oversub(f, keep, t);
 	if (f->naggregation || f->nanonymous)
 		isle__warn("%s: %d aggregation nodes and %d anonymous CAs "
 			   "excluded",

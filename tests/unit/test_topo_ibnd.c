@@ -708,6 +708,85 @@ static void test_switch_desc_names(void **state)
 	unlink(path);
 }
 
+/* Appends one cable end: "[port] "PEER"[pport] # "desc" lid 1 4xNDR". */
+static void cable(char *buf, size_t len, int port, const char *peer, int pport,
+		  const char *rate)
+{
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, len - n, "[%d]\t\"%s\"[%d]\t# \"x\" lid 1 %s\n", port,
+		 peer, pport, rate);
+}
+
+/*
+ * Two leafs of 4 hosts with 2 cables each to one spine (2:1), the spine
+ * with 1 cable to a core (4:1): the tiers get that oversubscription.
+ */
+static void test_oversub_from_cabling(void **state)
+{
+	char dump[8192] = "", path[256], err[512], id[32], host[32];
+	isle_topo *t;
+
+	for (int l = 0; l < 2; l++) {
+		size_t n = strlen(dump);
+
+		snprintf(dump + n, sizeof(dump) - n,
+			 "Switch\t8 \"S-00000000000000a%d\"\t# \"leaf%d\" base "
+			 "port 0 lid 1 lmc 0\n",
+			 l, l);
+		for (int h = 0; h < 4; h++) {
+			snprintf(id, sizeof(id), "H-00000000000000%d%d", l, h);
+			cable(dump, sizeof(dump), h + 1, id, 1, "4xNDR");
+		}
+		cable(dump, sizeof(dump), 5, "S-00000000000000c0", 1 + 2 * l,
+		      "4xNDR");
+		cable(dump, sizeof(dump), 6, "S-00000000000000c0", 2 + 2 * l,
+		      "4xNDR");
+		strcat(dump, "\n");
+	}
+	strcat(dump, "Switch\t8 \"S-00000000000000c0\"\t# \"spine0\" base port "
+		     "0 lid 1 lmc 0\n");
+	for (int k = 0; k < 4; k++)
+		cable(dump, sizeof(dump), k + 1,
+		      k < 2 ? "S-00000000000000a0" : "S-00000000000000a1",
+		      5 + k % 2, "4xNDR");
+	cable(dump, sizeof(dump), 5, "S-00000000000000d0", 1, "4xNDR");
+	strcat(dump,
+	       "\nSwitch\t8 \"S-00000000000000d0\"\t# \"core0\" base port "
+	       "0 lid 1 lmc 0\n");
+	cable(dump, sizeof(dump), 1, "S-00000000000000c0", 5, "4xNDR");
+	for (int l = 0; l < 2; l++)
+		for (int h = 0; h < 4; h++) {
+			size_t n = strlen(dump);
+
+			snprintf(id, sizeof(id), "H-00000000000000%d%d", l, h);
+			snprintf(host, sizeof(host), "n%d%d mlx5_0", l, h);
+			snprintf(dump + n, sizeof(dump) - n,
+				 "\nCa\t1 \"%s\"\t# \"%s\"\n", id, host);
+			snprintf(id, sizeof(id), "S-00000000000000a%d", l);
+			cable(dump, sizeof(dump), 1, id, h + 1, "4xNDR");
+		}
+
+	write_tmp(path, sizeof(path), "oversub", dump);
+	t = isle_topo_create();
+	if (isle_ibnd_load(t, path, NULL, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(t->nnodes, 8);
+	assert_true(t->tier[ISLE_TIER_SPINE].oversub == 2.0);
+	assert_true(t->tier[ISLE_TIER_CORE].oversub == 4.0);
+	assert_true(t->tier[ISLE_TIER_LEAF].oversub == 1.0);
+	isle_topo_destroy(t);
+
+	/* An admin's value (a source merged before) is kept. */
+	t = isle_topo_create();
+	t->tier[ISLE_TIER_SPINE].oversub = 3.0;
+	if (isle_ibnd_load(t, path, NULL, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_true(t->tier[ISLE_TIER_SPINE].oversub == 3.0);
+	isle_topo_destroy(t);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -718,6 +797,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_x5_matches_topology_conf, setup),
 	    cmocka_unit_test_setup(test_x5_golden, setup),
 	    cmocka_unit_test_setup(test_node_subset, setup),
+	    cmocka_unit_test_setup(test_oversub_from_cabling, setup),
 	    cmocka_unit_test_setup(test_map_formats, setup),
 	    cmocka_unit_test_setup(test_spine_list_and_prompt, setup),
 	    cmocka_unit_test_setup(test_merge_into_existing_nodes, setup),
