@@ -322,7 +322,12 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	if (step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP)
 		return 0;
 	if (!_step_matches_plan(sp, ntasks, why, sizeof(why))) {
-		if (task_id == 0 && st->user.set && ntasks > 1)
+		uint32_t rank = 1;
+
+		/* Every node decides alike: the job's first rank says it. */
+		if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) ==
+			ESPANK_SUCCESS &&
+		    rank == 0 && st->user.set && ntasks > 1)
 			_say_shim_off(job_id, node, why);
 		return 0;
 	}

@@ -10,7 +10,7 @@
 #     both tasks get ISLE_PLAN, nothing on stderr;
 #  2. --gpus=1 -n1: the task gets ISLE_PLAN;
 #  3. -N1 with 2 tasks and srun -m cyclic: both get ISLE_PLAN;
-#  4. -N2 with 2 tasks per node and srun -m cyclic: no plan, and one line on
+#  4. --isle-tp=2, -N2 with 2 tasks per node, srun -m cyclic: no plan, and one line on
 #     stderr naming the distribution and the fix (-m block).
 set -euo pipefail
 
@@ -24,6 +24,13 @@ spank=$repo/build/slurm/spank_isle.so
 for f in "$agent" "$spank"; do
 	[ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
 done
+# Plans need a shim= (without one the shim is off); any harmless library
+# shows the mechanics.
+shim=
+for f in "$repo/build/lib/libisle_mpi.so" /usr/lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libm.so.6; do
+	[ -f "$f" ] && { shim=$f; break; }
+done
+[ -n "$shim" ] || { echo "SKIP: no library to name as shim="; exit 77; }
 
 fail() {
 	echo "FAIL: $*"
@@ -46,7 +53,7 @@ cat >"$work/isle.json" <<'EOF'
  "switches": [{"name": "leaf0", "level": "leaf"}]}
 EOF
 cat >"$work/plugstack.conf" <<EOF
-required $spank agent=$agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n
+required $spank agent=$agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$shim
 EOF
 
 isle_cluster_start --nodes 3 --gpus 2 --plugstack "$work/plugstack.conf" \
@@ -94,7 +101,7 @@ run one-node-cyclic "-m cyclic" -N1 --gpus-per-node=2 --ntasks-per-node=2
 grep -q 'dist=cyclic' "$jobs/one-node-cyclic.out" || fail "one-node-cyclic: the step did not run cyclic"
 expect_plans one-node-cyclic 2
 
-run two-nodes-cyclic "-m cyclic" -N2 --gpus-per-node=2 --ntasks-per-node=2
+run two-nodes-cyclic "-m cyclic" -N2 --gpus-per-node=2 --ntasks-per-node=2 --isle-tp=2
 grep -q 'dist=cyclic' "$jobs/two-nodes-cyclic.out" || fail "two-nodes-cyclic: the step did not run cyclic"
 [ "$(grep -c '^TASK .* plan=unset$' "$jobs/two-nodes-cyclic.out")" = 4 ] ||
 	fail "two-nodes-cyclic: a task got the plan although its rank is elsewhere"
