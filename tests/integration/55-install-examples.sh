@@ -131,8 +131,8 @@ want=$((2 * gpus_per_node))
 [ "$(plans tp)" = "$want" ] || { cat "$jobs/tp.out" "$jobs/tp.err"; fail "tp: $(plans tp) of $want tasks got ISLE_PLAN"; }
 [ "$(grep -c "^TASK .*preload=.*$stage$prefix/lib/isle/libisle_mpi.so" "$jobs/tp.out")" = "$want" ] ||
 	fail "tp: the installed shim is not in every task's LD_PRELOAD"
-comment=$(isle_job_field "$(cat "$jobs/tp.id")" AdminComment)
-[[ $comment == isle:*tp=$gpus_per_node*pp=2* ]] || fail "tp: AdminComment '$comment'"
+comment=$(scontrol show job "$(cat "$jobs/tp.id")" | grep -o 'AdminComment=.*' || true)
+[[ $comment == "AdminComment=isle: tp=$gpus_per_node pp=2 "* ]] || fail "tp: '$comment'"
 echo "ok: TP job: $want tasks with the plan and the shim; $comment"
 
 job dp -N2 --gpus-per-node=1 --ntasks-per-node=1
