@@ -247,6 +247,16 @@ isle_tier isle_topo_gpu_tier(const isle_topo *t, int na, int ga, int nb,
  * node, else LEAF/SPINE/CORE by group. */
 isle_tier isle_topo_node_tier(const isle_topo *t, int na, int nb);
 
+/*
+ * Sets the island tier's bandwidth from the NVLink links the GPUs have (the
+ * NVLink matrix, capped at the links per GPU of the model's generation,
+ * times GB/s per link: V100 6 x 25, A100 12 x 25, H100 18 x 25, B200
+ * 18 x 50), the lowest of all GPUs with NVLink. Only while the tier is at
+ * its default (450) and every such GPU's model is known. Returns the value
+ * set, or 0.
+ */
+double isle_topo_derive_nvlink_bw(isle_topo *t);
+
 /* Effective per-GPU bandwidth (GB/s) and latency (us) of a tier, with
  * oversubscription applied to the bandwidth. */
 double isle_topo_tier_bw(const isle_topo *t, isle_tier tier);

@@ -791,6 +791,12 @@ static int cmd_build(int argc, char **argv)
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		goto out;
 	}
+	/* Before the overrides, which may set the tier themselves. */
+	if (nfiles && isle_topo_derive_nvlink_bw(t) > 0)
+		fprintf(stderr,
+			"%s: island tier: %g GB/s per GPU, from the GPUs' "
+			"NVLink links\n",
+			prog, t->tier[ISLE_TIER_ISLAND].bw_gbps);
 	if (over && isle_topo_merge_json(t, over, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		goto out;
