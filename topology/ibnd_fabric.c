@@ -791,7 +791,7 @@ static int above(const isle_ibnd_fabric *f, int a, int b)
 /*
  * A switch description an admin set on purpose ("leaf-r1", "ib-spine-03")
  * names the switch better than its GUID. Firmware defaults ("Voltaire 4036
- * - 36 QDR ports switch", "MF0;host:MQM9700/U1", "Mellanox Technologies
+ * - 36 QDR ports switch", "Mellanox Technologies
  * Aggregation Node", "MT4129 ...") have spaces or punctuation, so only one
  * word of [A-Za-z0-9._-] with a letter in it qualifies, and not a chip name
  * or something shaped like a dump id or a bare GUID.
@@ -821,47 +821,70 @@ static int usable_switch_desc(const char *d)
 }
 
 /*
- * Names of the switches, by fabric node index: the description where it is
- * usable and no other switch has it (nor as its dump id), else the dump id.
- * The strings belong to f.
+ * The name a switch's description gives it, or NULL. Managed NVIDIA
+ * switches describe themselves as "MF0;HOSTNAME:MODEL/U1": the host name
+ * is the admin's ("A09-P1-IBLEAF-04-04"), the rest firmware. *owned gets
+ * a new string when the name is cut out of the description.
  */
-static int switch_names(const isle_ibnd_fabric *f, const char **names)
+static const char *desc_name(const struct isle_ibnd_node *n, char **owned)
 {
-	/* once: descriptions seen; taken: seen twice, or a switch's id. */
+	const char *d = n->desc, *colon;
+
+	*owned = NULL;
+	if (!strncmp(d, "MF0;", 4) && (colon = strchr(d + 4, ':'))) {
+		*owned = strndup(d + 4, (size_t)(colon - d - 4));
+		if (*owned && usable_switch_desc(*owned))
+			return *owned;
+		free(*owned);
+		*owned = NULL;
+		return NULL;
+	}
+	return usable_switch_desc(d) ? d : NULL;
+}
+
+/*
+ * Names of the switches, by fabric node index: the name the description
+ * gives (desc_name) where no other switch has it (nor as its dump id), else
+ * the dump id. The strings belong to f, or to owned[] (freed by the caller,
+ * NULL where unused).
+ */
+static int switch_names(const isle_ibnd_fabric *f, const char **names,
+			char **owned)
+{
+	/* once: names seen; taken: seen twice, or a switch's id. */
 	struct isle__index *once = isle__index_create();
 	struct isle__index *taken = isle__index_create();
+	const char **cand = calloc((size_t)f->nnodes + 1, sizeof(*cand));
 	int i, rc = -ENOMEM;
 
-	if (!once || !taken)
+	for (i = 0; i < f->nnodes; i++)
+		owned[i] = NULL;
+	if (!once || !taken || !cand)
 		goto out;
 	for (i = 0; i < f->nnodes; i++)
 		if (f->nodes[i].type == ISLE_IBND_SWITCH &&
 		    isle__index_put(taken, f->nodes[i].id, 1) == -ENOMEM)
 			goto out;
 	for (i = 0; i < f->nnodes; i++) {
-		const struct isle_ibnd_node *n = &f->nodes[i];
-
-		if (n->type != ISLE_IBND_SWITCH || !usable_switch_desc(n->desc))
+		if (f->nodes[i].type != ISLE_IBND_SWITCH ||
+		    !(cand[i] = desc_name(&f->nodes[i], &owned[i])))
 			continue;
-		rc = isle__index_put(once, n->desc, i);
+		rc = isle__index_put(once, cand[i], i);
 		if (rc == -EEXIST)
-			rc = isle__index_put(taken, n->desc, 1);
+			rc = isle__index_put(taken, cand[i], 1);
 		if (rc == -ENOMEM)
 			goto out;
 	}
 	for (i = 0; i < f->nnodes; i++) {
-		const struct isle_ibnd_node *n = &f->nodes[i];
-
-		names[i] = n->id;
-		if (n->type == ISLE_IBND_SWITCH &&
-		    usable_switch_desc(n->desc) &&
-		    isle__index_get(taken, n->desc) < 0)
-			names[i] = n->desc;
+		names[i] = f->nodes[i].id;
+		if (cand[i] && isle__index_get(taken, cand[i]) < 0)
+			names[i] = cand[i];
 	}
 	rc = 0;
 out:
 	isle__index_destroy(once);
 	isle__index_destroy(taken);
+	free(cand);
 	return rc;
 }
 
@@ -1045,6 +1068,7 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 {
 	struct isle__index *nodes = NULL;
 	const char **swname = NULL;
+	char **owned = NULL;
 	int *sw = NULL, *order = NULL, nsw = 0, rc = 0, i, j, k;
 	long peer_links = 0;
 	struct sw_order so;
@@ -1052,8 +1076,10 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 	sw = malloc((size_t)f->nnodes * sizeof(*sw) + 1);
 	order = malloc((size_t)f->nnodes * sizeof(*order) + 1);
 	swname = malloc((size_t)f->nnodes * sizeof(*swname) + 1);
+	owned = calloc((size_t)f->nnodes + 1, sizeof(*owned));
 	nodes = isle__index_create();
-	if (!sw || !order || !swname || !nodes || switch_names(f, swname) < 0) {
+	if (!sw || !order || !swname || !owned || !nodes ||
+	    switch_names(f, swname, owned) < 0) {
 		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory",
 			       f->source);
 		goto out;
@@ -1196,6 +1222,9 @@ out:
 	free(sw);
 	free(order);
 	free(swname);
+	for (i = 0; owned && i < f->nnodes; i++)
+		free(owned[i]);
+	free(owned);
 	isle__index_destroy(nodes);
 	return rc;
 }

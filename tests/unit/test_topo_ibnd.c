@@ -635,7 +635,10 @@ static void test_merge_into_existing_nodes(void **state)
 	assert_int_equal(t->nswitches, 3);
 	assert_int_equal(t->nodes[n].nnics, 2);
 	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
-	i = isle_topo_find_switch(t, "S-0002c90000000020");
+	/* "MF0;leaf-r1:MQM9700/U1": the managed switch's host name */
+	i = isle_topo_find_switch(t, "leaf-r1");
+	assert_true(i >= 0);
+	assert_int_equal(t->switches[i].guid, 0x0002c90000000020);
 	assert_int_equal(t->switches[i].rail, 1);
 	assert_int_equal(t->switches[i].level, ISLE_SW_LEAF);
 	isle_topo_destroy(t);
@@ -698,7 +701,10 @@ static void test_switch_desc_names(void **state)
 	assert_true(i >= 0);
 	assert_int_equal(t->switches[i].guid, 0xa1);
 	assert_true(isle_topo_find_switch(t, "spine1") >= 0);
-	assert_true(isle_topo_find_switch(t, "S-00000000000000a2") >= 0);
+	/* a managed switch ("MF0;leaf-x:MQM9700/U1") by its host name */
+	i = isle_topo_find_switch(t, "leaf-x");
+	assert_true(i >= 0);
+	assert_int_equal(t->switches[i].guid, 0xa2);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a4") >= 0);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a5") >= 0);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a6") >= 0);
