@@ -862,7 +862,7 @@ static const struct isle__cmd commands[] = {
      "slurm-tree|slurm-block|gres|nccl-xml [--node N] "
      "[--dev-dir DIR] [--cores SPEC] [--type TYPE] [-o OUT] FILE",
      "write Slurm topology.conf, gres.conf or NCCL topology XML", cmd_emit},
-    {"dot", "[-o OUT.png|.svg] [--jobs JOBSFILE] FILE",
+    {"dot", "[-o OUT.png|.svg|.pdf|.dot] [--jobs JOBSFILE] FILE",
      "draw the cluster with Graphviz", cmd_dot},
     {"explain", "[--state-dir DIR] [--json] JOBID",
      "why the Slurm plugin placed a job where it did", isle__cmd_explain},
