@@ -1051,6 +1051,14 @@ static int load_gpus(struct jl *j, struct jv *node, int ni,
 		return jerr_key(j, -ERANGE, "gpus", "more than %d GPUs",
 				ISLE_MAX_GPUS_PER_NODE);
 	ngpus = (int)jv_len(v);
+	/* GPUs merge by position: a shorter list would drop GPUs that
+	 * discovery found, a longer one invent some. */
+	if (j->t->nodes[ni].ngpus && ngpus != j->t->nodes[ni].ngpus)
+		return jerr_key(j, -EINVAL, "gpus",
+				"%d entries, but node '%s' has %d GPUs (GPUs "
+				"are matched by position: list each)",
+				ngpus, j->t->nodes[ni].name,
+				j->t->nodes[ni].ngpus);
 	if (isle_topo_set_ngpus(j->t, ni, ngpus))
 		return jerr_key(j, -ENOMEM, "gpus", "out of memory");
 	old = push_key(j, "gpus");

@@ -343,7 +343,7 @@ static void test_merge(void **state)
 	/* A second merge of a bad file names the path. */
 	f = fopen(path, "w");
 	fputs("{\"nodes\": [{\"name\": \"a\", \"gpus\": [{\"numa\": "
-	      "\"x\"}]}]}",
+	      "\"x\"}, {}]}]}",
 	      f);
 	fclose(f);
 	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
@@ -406,6 +406,16 @@ static void test_merge_hostlist(void **state)
 	assert_int_equal(t->nodes[3].rack, -1);
 	assert_int_equal(t->nodes[3].gpus[0].nic, -1);
 	assert_int_equal(t->racks[isle_topo_find_rack(t, "r1")].nnodes, 3);
+
+	/* A GPU list of another length than the node's is an error. */
+	f = fopen(path, "w");
+	fputs("{\"nodes\": [{\"name\": \"gb004\", \"gpus\": [{}, {}]}]}", f);
+	fclose(f);
+	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "$.nodes[0].gpus: 2 entries, but node "
+				    "'gb004' has 4 GPUs"));
+	assert_int_equal(t->nodes[3].ngpus, 4);
 
 	/* A bad host list names its JSON path; a node twice is an error. */
 	f = fopen(path, "w");
