@@ -210,7 +210,9 @@ static int _distribution_ok(spank_t sp, uint32_t nnodes, long per_node,
  * describes (the prolog wrote it for every node with this node's GPU
  * count). Every task of a step decides alike, so the shim is on in all
  * ranks or in none. Any other step gets no plan, since the shim rejects a
- * plan whose rank count differs from MPI_COMM_WORLD's.
+ * plan whose rank count differs from MPI_COMM_WORLD's: 0 when this node's
+ * GPUs do not match, -1 when the step's layout does not (the same on every
+ * node).
  */
 static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 			      size_t len)
@@ -240,10 +242,10 @@ static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 	    (per_node = _uniform_tasks(buf)) < 0) {
 		snprintf(why, len,
 			 "the step's nodes run different numbers of tasks");
-		return 0;
+		return -1;
 	}
 	if (!_distribution_ok(sp, nnodes, per_node, why, len))
-		return 0;
+		return -1;
 	if (gpus > 0 && (long)nnodes == job_nodes && (int)local == gpus &&
 	    (long)ntasks == job_nodes * gpus)
 		return 1;
@@ -268,7 +270,7 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 {
 	char node[256], rundir[512], dir[600], path[700], why[256];
 	uint32_t job_id = 0, step_id = 0, ntasks = 0;
-	int task_id = -1;
+	int task_id = -1, match;
 	char *text;
 
 	if (!st->resolved)
@@ -321,13 +323,17 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	 * settings, and nothing leaks into steps run with --isle-shim=off. */
 	if (step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP)
 		return 0;
-	if (!_step_matches_plan(sp, ntasks, why, sizeof(why))) {
+	why[0] = '\0';
+	if ((match = _step_matches_plan(sp, ntasks, why, sizeof(why))) < 1) {
 		uint32_t rank = 1;
 
-		/* Every node decides alike: the job's first rank says it. */
-		if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) ==
-			ESPANK_SUCCESS &&
-		    rank == 0 && st->user.set && ntasks > 1)
+		/* A step-wide reason once (the job's first rank), a node's
+		 * own once per node. */
+		if (match < 0)
+			spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+		else
+			rank = (uint32_t)task_id;
+		if (rank == 0 && why[0] && st->user.set && ntasks > 1)
 			_say_shim_off(job_id, node, why);
 		return 0;
 	}
