@@ -29,7 +29,16 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 	*len = base + (uq < rem ? 1 : 0);
 }
 
-/* Codec internals (codec_cpu.c). */
+/* Codec internals (codec_cpu.c, codec_cuda.cu). */
+
+/* top-k header count flag: at least k non-finite values (see isle_comm.h). */
+#define ISLE_TOPK_NONFINITE 0x80000000u
+/* int8 block with non-finite values (negative scale): the codes. */
+#define ISLE_INT8_SPECIAL_STEPS 126.0f
+#define ISLE_INT8_Q_PINF 127
+#define ISLE_INT8_Q_NINF (-127)
+#define ISLE_INT8_Q_NAN (-128)
+
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
