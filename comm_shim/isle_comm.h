@@ -147,6 +147,12 @@ ISLE_COMM_API int isle_plan_from_hosts(const char *const *hosts, int nranks,
 /* Canonical JSON (the documented format, sorted as loaded); for the agent. */
 ISLE_COMM_API int isle_plan_write(const struct isle_plan *plan, FILE *f);
 
+/*
+ * 64-bit hash of everything a plan says (ranks and levels, not its file
+ * name): ranks holding different plans would pick different algorithms.
+ */
+ISLE_COMM_API uint64_t isle_plan_hash(const struct isle_plan *plan);
+
 /* Frees plan and everything it owns; NULL is a no-op. */
 ISLE_COMM_API void isle_plan_destroy(struct isle_plan *plan);
 
