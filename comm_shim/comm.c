@@ -345,7 +345,11 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p,
 	c->plans_differ = min[0] != mine[0] || min[1] != mine[1];
 	if (!c->plans_differ)
 		return 0;
-	PMPI_Comm_rank(comm, &me);
+	/*
+	 * MPI_COMM_WORLD's context is built first and the plan is one file
+	 * per process, so world rank 0 has seen it: it says it, once.
+	 */
+	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
 	if (me == 0 && !__atomic_exchange_n(&said_plans_differ, 1,
 					    __ATOMIC_RELAXED))
 		fprintf(stderr,
