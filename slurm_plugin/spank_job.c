@@ -25,11 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "spank_isle.h"
 
 /* The agent reads one JSON file and writes three small ones. */
+#define AGENT_FIXED_ARGS 32
 #define AGENT_TIMEOUT_S 60
 #define DEFAULT_AGENT "/usr/local/bin/isle-agent"
 #define DEFAULT_RUNDIR "/run/isle"
@@ -107,6 +109,86 @@ static int _cluster_path(const struct isle__spank_policy *p, char *buf,
 	else
 		n = snprintf(buf, len, "/etc/slurm/isle.json");
 	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * "--node-gpus NODE=IDX" for every node of the job, from the allocation as
+ * the controller granted it (gres_detail_str[], one per node in the order
+ * of the job's node list): SLURM_JOB_GPUS is this node's only, and plans
+ * written from it on nodes granted other indices disagree (and the ranks
+ * pick different algorithms). Returns the number of strings added to
+ * *out (freed by the caller with _free_args), 0 when the controller could
+ * not say (the plans then use SLURM_JOB_GPUS everywhere, and the shim's
+ * plan check turns itself off if they differ), or -1 on no memory.
+ */
+static int _node_gpu_args(uint32_t job_id, char ***out)
+{
+	job_info_msg_t *msg = NULL;
+	hostlist_t *hl = NULL;
+	char **v = NULL, idx[512], *host;
+	int n = 0;
+
+	*out = NULL;
+	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS ||
+	    !msg || msg->record_count != 1 || !msg->job_array[0].nodes) {
+		slurm_info("isle: job %u: no GRES detail from slurmctld (%s); "
+			   "every node's plan uses this node's GPU indices",
+			   job_id, slurm_strerror(errno));
+		goto out;
+	}
+	hl = slurm_hostlist_create(msg->job_array[0].nodes);
+	if (!hl || slurm_hostlist_count(hl) !=
+		       (int)msg->job_array[0].gres_detail_cnt) {
+		slurm_info("isle: job %u: GRES detail for %u of the nodes %s; "
+			   "every node's plan uses this node's GPU indices",
+			   job_id, msg->job_array[0].gres_detail_cnt,
+			   msg->job_array[0].nodes);
+		goto out;
+	}
+	v = calloc(2 * (size_t)msg->job_array[0].gres_detail_cnt + 1,
+		   sizeof(*v));
+	if (!v) {
+		n = -1;
+		goto out;
+	}
+	for (uint32_t i = 0; i < msg->job_array[0].gres_detail_cnt; i++) {
+		const char *d = msg->job_array[0].gres_detail_str[i];
+
+		host = slurm_hostlist_shift(hl);
+		if (!host)
+			break;
+		if (isle__gres_gpu_idx(d, idx, sizeof(idx)) || !idx[0]) {
+			slurm_info("isle: job %u: node %s: GRES '%s' has no "
+				   "GPU indices",
+				   job_id, host, d ? d : "");
+			free(host);
+			continue;
+		}
+		v[n] = strdup("--node-gpus");
+		if (v[n] && asprintf(&v[n + 1], "%s=%s", host, idx) < 0)
+			v[n + 1] = NULL;
+		free(host);
+		if (!v[n] || !v[n + 1]) {
+			free(v[n]);
+			v[n] = NULL;
+			n = -1;
+			goto out;
+		}
+		n += 2;
+	}
+out:
+	if (n <= 0) {
+		for (int i = 0; v && v[i]; i++)
+			free(v[i]);
+		free(v);
+		v = NULL;
+	}
+	if (hl)
+		slurm_hostlist_destroy(hl);
+	if (msg)
+		slurm_free_job_info_msg(msg);
+	*out = v;
+	return n < 0 ? -1 : n;
 }
 
 /* Logs each line the agent wrote to stderr through Slurm's log. */
@@ -225,15 +307,17 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *nodes = getenv("SLURM_JOB_NODELIST");
 	const char *gpus = getenv("SLURM_JOB_GPUS");
-	char rundir[512], cluster[512], jobid[16], uid[16], codec[64];
-	char *argv[32];
+	char rundir[512], cluster[512], jobid[16], uid[16], gid[16], codec[64];
+	char **argv = NULL, **node_gpus = NULL;
 	uint32_t job_id = 0;
 	uid_t job_uid = 0;
-	int ac = 0, rc;
+	gid_t job_gid = 0;
+	int ac = 0, rc, nng;
 
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS) {
-		slurm_error("isle: prolog: no job id or uid; no plan");
+	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &job_gid) != ESPANK_SUCCESS) {
+		slurm_error("isle: prolog: no job id, uid or gid; no plan");
 		return 0;
 	}
 	if (_load_options(sp, st)) {
@@ -257,6 +341,13 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	}
 	snprintf(jobid, sizeof(jobid), "%u", job_id);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)job_uid);
+	snprintf(gid, sizeof(gid), "%u", (unsigned)job_gid);
+	nng = _node_gpu_args(job_id, &node_gpus);
+	argv = calloc(AGENT_FIXED_ARGS + (nng > 0 ? nng : 0), sizeof(*argv));
+	if (nng < 0 || !argv) {
+		slurm_error("isle: job %u: out of memory; no plan", job_id);
+		goto out;
+	}
 
 	argv[ac++] = (char *)_agent(&st->policy);
 	argv[ac++] = "plan";
@@ -275,6 +366,8 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	argv[ac++] = rundir;
 	argv[ac++] = "--uid";
 	argv[ac++] = uid;
+	argv[ac++] = "--gid";
+	argv[ac++] = gid;
 	if (_compress(st, codec, sizeof(codec))) {
 		argv[ac++] = "--compress";
 		argv[ac++] = codec;
@@ -283,6 +376,8 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 		argv[ac++] = "--policy";
 		argv[ac++] = (char *)st->policy.codec_policy;
 	}
+	for (int i = 0; i < nng; i++)
+		argv[ac++] = node_gpus[i];
 	argv[ac] = NULL;
 
 	rc = _run_agent(argv);
@@ -297,6 +392,11 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 		slurm_error("isle: job %u: %s plan write failed (status %d); "
 			    "the job runs without the shim",
 			    job_id, argv[0], rc);
+out:
+	for (int i = 0; i < nng; i++)
+		free(node_gpus[i]);
+	free(node_gpus);
+	free(argv);
 	return 0;
 }
 
