@@ -9,7 +9,8 @@
 #     rank order); NCCL_TOPO_FILE parses (xmllint) and describes the node's 4
 #     GPUs; NCCL_IB_HCA comes from nccl.env; LD_PRELOAD holds the job's own
 #     entry first, then the shim. The run dir is 0750, its files 0640, owned by
-#     the job's user: another user (nobody) can reach the directory above but
+#     root with the job's group: the job's user reads the plan but cannot
+#     write there; another user (nobody) can reach the directory above but
 #     cannot read the plan. After the job, the run dir is gone on every node.
 #  2. srun --isle-shim=off: no ISLE_PLAN, no shim in LD_PRELOAD; srun -m
 #     cyclic (ranks not in the plan's order): no plan, the reason on stderr.
@@ -44,7 +45,7 @@ fail() {
 
 id isle-test >/dev/null 2>&1 || useradd --system --no-create-home \
 	--shell /usr/sbin/nologin isle-test || { echo "SKIP: cannot create user isle-test"; exit 77; }
-job_uid=$(id -u isle-test)
+job_uid=$(id -u isle-test) job_gid=$(id -g isle-test)
 
 work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-50.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -80,7 +81,7 @@ rundir_of() { echo "$ISLE_CLUSTER_DIR/run/isle/$1"; }
 
 # sbatch as isle-test when this Slurm allows it (root only), else as root.
 as_user=(--uid=isle-test)
-sbatch "${as_user[@]}" --chdir=/tmp --wrap true -o /dev/null >/dev/null 2>&1 || { as_user=(); job_uid=0; }
+sbatch "${as_user[@]}" --chdir=/tmp --wrap true -o /dev/null >/dev/null 2>&1 || { as_user=(); job_uid=0 job_gid=0; }
 echo "jobs run as uid $job_uid"
 
 # --- 1. a TP=8 job over two nodes ----------------------------------------
@@ -133,14 +134,23 @@ for n in $(scontrol show hostnames "$nodes"); do
 	d=$(rundir_of "$n")/$job
 	[ -d "$d" ] || fail "$d missing while job $job runs"
 	read -r mode owner group <<<"$(stat -c '%a %u %g' "$d")"
-	[ "$mode" = 750 ] && [ "$owner" = "$job_uid" ] && [ "$group" = 0 ] ||
-		fail "$d: mode $mode owner $owner:$group (want 750 $job_uid:0)"
+	[ "$mode" = 750 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
+		fail "$d: mode $mode owner $owner:$group (want 750 0:$job_gid)"
 	for f in plan.json nccl.env nccl-topo.xml; do
 		[ -f "$d/$f" ] && [ ! -L "$d/$f" ] || fail "$d/$f missing"
-		read -r mode owner <<<"$(stat -c '%a %u' "$d/$f")"
-		[ "$mode" = 640 ] && [ "$owner" = "$job_uid" ] || fail "$d/$f: mode $mode owner $owner"
+		read -r mode owner group <<<"$(stat -c '%a %u %g' "$d/$f")"
+		[ "$mode" = 640 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
+			fail "$d/$f: mode $mode owner $owner:$group"
 	done
 	chmod 0755 "$ISLE_CLUSTER_DIR/run" "$ISLE_CLUSTER_DIR/run/isle"
+	if [ "$job_uid" != 0 ]; then
+		runuser -u isle-test -- cat "$d/plan.json" >/dev/null ||
+			fail "the job's user cannot read $d/plan.json"
+		if runuser -u isle-test -- mkdir "$d/mine" 2>/dev/null ||
+			runuser -u isle-test -- sh -c "echo x >>'$d/plan.json'" 2>/dev/null; then
+			fail "the job's user can write in $d"
+		fi
+	fi
 	runuser -u nobody -- test -x "$(rundir_of "$n")" || fail "nobody cannot reach $(rundir_of "$n") (test setup)"
 	if runuser -u nobody -- cat "$d/plan.json" >/dev/null 2>&1; then
 		fail "user nobody can read $d/plan.json"
