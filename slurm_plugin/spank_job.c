@@ -112,67 +112,129 @@ static int _cluster_path(const struct isle__spank_policy *p, char *buf,
 }
 
 /*
- * "--node-gpus NODE=IDX" for every node of the job, from the allocation as
- * the controller granted it (gres_detail_str[], one per node in the order
- * of the job's node list): SLURM_JOB_GPUS is this node's only, and plans
- * written from it on nodes granted other indices disagree (and the ranks
- * pick different algorithms). Returns the number of strings added to
- * *out (freed by the caller with _free_args), 0 when the controller could
- * not say (the plans then use SLURM_JOB_GPUS everywhere, and the shim's
- * plan check turns itself off if they differ), or -1 on no memory.
+ * In a child process: "NODE=IDX" lines on fd for every node of the job,
+ * from the allocation as the controller granted it (gres_detail_str[], one
+ * per node in the order of the job's node list). The prolog process has no
+ * Slurm API set up (slurm_load_job there dies on "No hash plugins loaded",
+ * which fails the prolog and drains the node), so the child sets it up and
+ * anything fatal costs the child only.
+ */
+static void _gres_child(uint32_t job_id, int fd)
+{
+	job_info_msg_t *msg = NULL;
+	hostlist_t *hl;
+	char idx[512], *host;
+	const job_info_t *j;
+
+	slurm_init(NULL);
+	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS ||
+	    !msg || msg->record_count != 1 || !msg->job_array[0].nodes) {
+		dprintf(STDERR_FILENO, "no job record from slurmctld: %s\n",
+			slurm_strerror(errno));
+		_exit(1);
+	}
+	j = &msg->job_array[0];
+	hl = slurm_hostlist_create(j->nodes);
+	if (!hl || slurm_hostlist_count(hl) != (int)j->gres_detail_cnt) {
+		dprintf(STDERR_FILENO, "GRES detail for %u of the nodes %s\n",
+			j->gres_detail_cnt, j->nodes);
+		_exit(1);
+	}
+	for (uint32_t i = 0; i < j->gres_detail_cnt; i++) {
+		host = slurm_hostlist_shift(hl);
+		if (!host || isle__gres_gpu_idx(j->gres_detail_str[i], idx,
+						sizeof(idx)))
+			_exit(1);
+		if (idx[0])
+			dprintf(fd, "%s=%s\n", host, idx);
+		free(host);
+	}
+	_exit(0);
+}
+
+/*
+ * "--node-gpus NODE=IDX" for every node of the job (_gres_child): the
+ * prolog's SLURM_JOB_GPUS is this node's only, and plans written from it
+ * on nodes granted other indices disagree (the ranks then pick different
+ * algorithms). Returns the number of strings in *out (freed by the caller),
+ * 0 when the controller could not say (the plans then use SLURM_JOB_GPUS
+ * everywhere, and the shim turns itself off if they differ), -1 on no
+ * memory.
  */
 static int _node_gpu_args(uint32_t job_id, char ***out)
 {
-	job_info_msg_t *msg = NULL;
-	hostlist_t *hl = NULL;
-	char **v = NULL, idx[512], *host;
-	int n = 0;
+	char *buf = NULL, *line, *save = NULL, **v = NULL;
+	size_t len = 0, cap = 0;
+	time_t deadline = time(NULL) + AGENT_TIMEOUT_S;
+	int pfd[2], status = 0, n = 0, lines = 0;
+	pid_t pid;
 
 	*out = NULL;
-	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS ||
-	    !msg || msg->record_count != 1 || !msg->job_array[0].nodes) {
-		slurm_info("isle: job %u: no GRES detail from slurmctld (%s); "
-			   "every node's plan uses this node's GPU indices",
-			   job_id, slurm_strerror(errno));
+	if (pipe2(pfd, O_CLOEXEC))
+		return 0;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		_gres_child(job_id, pfd[1]);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		int left = (int)(deadline - time(NULL));
+		ssize_t got;
+
+		if (left <= 0 || poll(&p, 1, left * 1000) == 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap ? 2 * cap : 8192);
+
+			if (!nb) {
+				kill(pid, SIGKILL);
+				n = -1;
+				break;
+			}
+			buf = nb;
+			cap = cap ? 2 * cap : 8192;
+		}
+		got = read(pfd[0], buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n < 0 || !WIFEXITED(status) || WEXITSTATUS(status) || !buf) {
+		if (n == 0)
+			slurm_info("isle: job %u: no GPU indices per node from "
+				   "slurmctld; every node's plan uses this "
+				   "node's",
+				   job_id);
 		goto out;
 	}
-	hl = slurm_hostlist_create(msg->job_array[0].nodes);
-	if (!hl || slurm_hostlist_count(hl) !=
-		       (int)msg->job_array[0].gres_detail_cnt) {
-		slurm_info("isle: job %u: GRES detail for %u of the nodes %s; "
-			   "every node's plan uses this node's GPU indices",
-			   job_id, msg->job_array[0].gres_detail_cnt,
-			   msg->job_array[0].nodes);
-		goto out;
-	}
-	v = calloc(2 * (size_t)msg->job_array[0].gres_detail_cnt + 1,
-		   sizeof(*v));
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		lines += buf[i] == '\n';
+	v = calloc(2 * (size_t)lines + 1, sizeof(*v));
 	if (!v) {
 		n = -1;
 		goto out;
 	}
-	for (uint32_t i = 0; i < msg->job_array[0].gres_detail_cnt; i++) {
-		const char *d = msg->job_array[0].gres_detail_str[i];
-
-		host = slurm_hostlist_shift(hl);
-		if (!host)
-			break;
-		if (isle__gres_gpu_idx(d, idx, sizeof(idx)) || !idx[0]) {
-			slurm_info("isle: job %u: node %s: GRES '%s' has no "
-				   "GPU indices",
-				   job_id, host, d ? d : "");
-			free(host);
-			continue;
-		}
-		v[n] = strdup("--node-gpus");
-		if (v[n] && asprintf(&v[n + 1], "%s=%s", host, idx) < 0)
-			v[n + 1] = NULL;
-		free(host);
-		if (!v[n] || !v[n + 1]) {
-			free(v[n]);
-			v[n] = NULL;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!(v[n] = strdup("--node-gpus")) ||
+		    !(v[n + 1] = strdup(line))) {
 			n = -1;
-			goto out;
+			break;
 		}
 		n += 2;
 	}
@@ -182,13 +244,11 @@ out:
 			free(v[i]);
 		free(v);
 		v = NULL;
+		n = n < 0 ? -1 : 0;
 	}
-	if (hl)
-		slurm_hostlist_destroy(hl);
-	if (msg)
-		slurm_free_job_info_msg(msg);
+	free(buf);
 	*out = v;
-	return n < 0 ? -1 : n;
+	return n;
 }
 
 /* Logs each line the agent wrote to stderr through Slurm's log. */

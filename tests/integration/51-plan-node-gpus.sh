@@ -72,8 +72,9 @@ echo "     job $hold holds $held on n01"
 
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMPI_MCA_mpi_yield_when_idle=1
-export ISLE_COMM_TIMEOUT_S=30 ISLE_COMM_VERBOSE=1 ISLE_COMM_ALGO=hier
-unset ISLE_PLAN ISLE_COMM_CODEC ISLE_COMM_DISABLE LD_PRELOAD
+# codec none on every level: sums of integers are exact.
+export ISLE_COMM_TIMEOUT_S=30 ISLE_COMM_VERBOSE=1 ISLE_COMM_ALGO=hier ISLE_COMM_CODEC=none
+unset ISLE_PLAN ISLE_COMM_DISABLE LD_PRELOAD
 
 # Every task saves the plan it was given, then runs the checker (the shim is
 # in LD_PRELOAD through spank_isle.so). Launch failures of Open MPI's TCP
