@@ -45,7 +45,7 @@ fail() {
 
 id isle-test >/dev/null 2>&1 || useradd --system --no-create-home \
 	--shell /usr/sbin/nologin isle-test || { echo "SKIP: cannot create user isle-test"; exit 77; }
-job_uid=$(id -u isle-test) job_gid=$(id -g isle-test)
+job_uid=$(id -u isle-test)
 
 work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-50.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -81,7 +81,7 @@ rundir_of() { echo "$ISLE_CLUSTER_DIR/run/isle/$1"; }
 
 # sbatch as isle-test when this Slurm allows it (root only), else as root.
 as_user=(--uid=isle-test)
-sbatch "${as_user[@]}" --chdir=/tmp --wrap true -o /dev/null >/dev/null 2>&1 || { as_user=(); job_uid=0 job_gid=0; }
+sbatch "${as_user[@]}" --chdir=/tmp --wrap true -o /dev/null >/dev/null 2>&1 || { as_user=(); job_uid=0; }
 echo "jobs run as uid $job_uid"
 
 # --- 1. a TP=8 job over two nodes ----------------------------------------
@@ -105,6 +105,9 @@ for _ in $(seq 120); do [ -e "$jobs/tp8.running" ] && break; sleep 0.5; done
 [ -e "$jobs/tp8.running" ] || { touch "$jobs/tp8.release"; isle_wait_job "$job" 30 || true; cat "$jobs/tp8.out" "$jobs/tp8.err" 2>/dev/null; fail "job $job never reached its checks"; }
 
 nodes=$(isle_job_field "$job" NodeList)
+# The job's group (its tasks run with it): GroupId=name(gid).
+job_gid=$(isle_job_field "$job" GroupId | sed -n 's/.*(\([0-9]*\))$/\1/p')
+[ -n "$job_gid" ] || fail "no GroupId for job $job"
 mapfile -t granted < <(scontrol -d show job "$job" | awk '
 	/^[[:space:]]+Nodes=/ {
 		node = ""; idx = ""
@@ -144,10 +147,12 @@ for n in $(scontrol show hostnames "$nodes"); do
 	done
 	chmod 0755 "$ISLE_CLUSTER_DIR/run" "$ISLE_CLUSTER_DIR/run/isle"
 	if [ "$job_uid" != 0 ]; then
-		runuser -u isle-test -- cat "$d/plan.json" >/dev/null ||
+		# As the job's tasks run: its uid and gid.
+		as_job=(setpriv --reuid="$job_uid" --regid="$job_gid" --clear-groups --)
+		"${as_job[@]}" cat "$d/plan.json" >/dev/null ||
 			fail "the job's user cannot read $d/plan.json"
-		if runuser -u isle-test -- mkdir "$d/mine" 2>/dev/null ||
-			runuser -u isle-test -- sh -c "echo x >>'$d/plan.json'" 2>/dev/null; then
+		if "${as_job[@]}" mkdir "$d/mine" 2>/dev/null ||
+			"${as_job[@]}" sh -c "echo x >>'$d/plan.json'" 2>/dev/null; then
 			fail "the job's user can write in $d"
 		fi
 	fi
