@@ -338,8 +338,8 @@ static int cmd_write(const struct plan_args *a)
 		for (int i = 0; i < 3; i++)
 			files[i] = (struct isle__rundir_file){
 			    names[i], r.buf[i], r.len[i]};
-		rc = isle__rundir_write(rootfd, a->job, reader_gid(a), files, 3, err,
-					sizeof(err));
+		rc = isle__rundir_write(rootfd, a->job, reader_gid(a), files, 3,
+					err, sizeof(err));
 		rendered_free(&r);
 	}
 	if (rc) {
@@ -351,8 +351,8 @@ static int cmd_write(const struct plan_args *a)
 		files[0] = (struct isle__rundir_file){
 		    ISLE_PLAN_ERROR_FILE, line,
 		    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1};
-		if (isle__rundir_write(rootfd, a->job, reader_gid(a), files, 1, werr,
-				       sizeof(werr)))
+		if (isle__rundir_write(rootfd, a->job, reader_gid(a), files, 1,
+				       werr, sizeof(werr)))
 			fprintf(stderr, "isle-agent plan: %s\n", werr);
 	}
 	free(xml_path);

@@ -116,7 +116,7 @@ struct walk {
 	struct {
 		dev_t dev;
 		ino_t ino;
-	} *v;
+	} * v;
 	size_t n, cap;
 };
 
@@ -285,7 +285,6 @@ fail:
 			strerror(-rc));
 	return rc;
 }
-
 
 static int write_all(int fd, const char *data, size_t len)
 {

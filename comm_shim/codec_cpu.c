@@ -358,8 +358,8 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 		size_t stride = n / ns, r = (size_t)((double)k * 1.3 * ns / n);
 
 		for (size_t i = 0; i < ns; i++)
-			abs[i] = mag(v[i * stride] +
-				     (add ? add[i * stride] : 0.0f));
+			abs[i] =
+			    mag(v[i * stride] + (add ? add[i * stride] : 0.0f));
 		if (r < ns) {
 			t = kth_largest(abs, ns, r);
 			nc = scan(v, add, n, t, cand, cap);

@@ -87,7 +87,6 @@ static int scope_val(const struct isle_plan_rank *r, isle_scope s)
 	}
 }
 
-
 /* Rank i's group key at level l: scope value, positions below l. */
 static void group_key(const struct isle_comm *c, const struct isle__groups *g,
 		      int p, int l, int i, int *key)
@@ -124,8 +123,7 @@ static int group_first(const struct isle_comm *c, const struct isle__groups *g,
 	}
 }
 
-int isle__build_groups(const struct isle_comm *c, int p,
-		       struct isle__groups *g)
+int isle__build_groups(const struct isle_comm *c, int p, struct isle__groups *g)
 {
 	const struct isle_plan *pl = c->plan;
 	int nlev = pl->nlevels, *sz = NULL, *active = NULL, *slot = NULL;
@@ -200,8 +198,8 @@ static void chan_free(struct isle__chan *ch)
 	ch->all = MPI_COMM_NULL;
 }
 
-static int chan_init(struct isle_comm *c, MPI_Comm comm, const struct isle__groups *g,
-		     struct isle__chan *ch)
+static int chan_init(struct isle_comm *c, MPI_Comm comm,
+		     const struct isle__groups *g, struct isle__chan *ch)
 {
 	const struct isle_plan *pl = c->plan;
 	double bw = 1e30, lat = 0;
@@ -324,8 +322,8 @@ out:
  * ranks go to plain MPI together: the host-name plan (consistent, from an
  * allgather) for the groups, and the passthrough algorithm for every call.
  */
-static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p,
-			     int rc, char *err, size_t errlen)
+static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
+			     char *err, size_t errlen)
 {
 	uint64_t mine[3], min[3];
 	int me = 0;
@@ -350,8 +348,8 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p,
 	 * per process, so world rank 0 has seen it: it says it, once.
 	 */
 	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
-	if (me == 0 && !__atomic_exchange_n(&said_plans_differ, 1,
-					    __ATOMIC_RELAXED))
+	if (me == 0 &&
+	    !__atomic_exchange_n(&said_plans_differ, 1, __ATOMIC_RELAXED))
 		fprintf(stderr,
 			"isle_comm: the ranks hold different plans (%s, hash "
 			"%016llx on rank 0): plain MPI on every rank\n",

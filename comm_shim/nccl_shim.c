@@ -351,9 +351,9 @@ static ncclResult_t hier_setup(struct hier *h, cudaStream_t st)
 	TRY(gather_keys(h, st, cfg_plan ? isle_plan_hash(cfg_plan) : 0, keys));
 	for (int i = 1; i < h->nranks; i++)
 		if (keys[i] != keys[0]) {
-			if (h->rank == 0 && !__atomic_exchange_n(
-						&said_plans_differ, 1,
-						__ATOMIC_RELAXED))
+			if (h->rank == 0 &&
+			    !__atomic_exchange_n(&said_plans_differ, 1,
+						 __ATOMIC_RELAXED))
 				fprintf(stderr,
 					"isle_nccl: the ranks hold different "
 					"plans (%s): plain NCCL on every "

@@ -52,7 +52,8 @@ int isle__gres_gpu_idx(const char *detail, char *out, size_t len)
 			return -EINVAL;
 		if ((size_t)(e - s) >= 3 && !strncmp(s, "gpu", 3) &&
 		    (s + 3 == e || s[3] == ':' || s[3] == '(') && open &&
-		    close && close - open > 5 && !strncmp(open + 1, "IDX:", 4)) {
+		    close && close - open > 5 &&
+		    !strncmp(open + 1, "IDX:", 4)) {
 			const char *l = open + 5;
 			size_t n = (size_t)(close - l);
 			int rc;

@@ -142,8 +142,8 @@ static void _gres_child(uint32_t job_id, int fd)
 	}
 	for (uint32_t i = 0; i < j->gres_detail_cnt; i++) {
 		host = slurm_hostlist_shift(hl);
-		if (!host || isle__gres_gpu_idx(j->gres_detail_str[i], idx,
-						sizeof(idx)))
+		if (!host ||
+		    isle__gres_gpu_idx(j->gres_detail_str[i], idx, sizeof(idx)))
 			_exit(1);
 		if (idx[0])
 			dprintf(fd, "%s=%s\n", host, idx);

@@ -7,8 +7,8 @@
  * residual is fed back once). Inputs include ties and zeros, which exercise
  * top-k's index-order tie rule, and NaN/inf (a few, or everywhere: top-k's
  * marked chunk). Decoded values compare NaN as equal to any NaN (the GPU
- * returns its canonical NaN from arithmetic). Prints one line per case and a summary;
- * exits 1 on any mismatch, 77 without a GPU. Needs a GPU.
+ * returns its canonical NaN from arithmetic). Prints one line per case and a
+ * summary; exits 1 on any mismatch, 77 without a GPU. Needs a GPU.
  */
 #include <math.h>
 #include <stdint.h>

@@ -560,9 +560,8 @@ static void test_nonfinite_residual(void **state)
 
 			snprintf(spec, sizeof(spec), "%s%s",
 				 nonfinite_specs[si],
-				 strncmp(nonfinite_specs[si], "topk", 4)
-				     ? ",ef"
-				     : "");
+				 strncmp(nonfinite_specs[si], "topk", 4) ? ",ef"
+									 : "");
 			c = codec(spec);
 			memset(res, 0, N * 4);
 			fill(x, N, 1);

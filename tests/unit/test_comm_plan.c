@@ -348,14 +348,16 @@ static int ref_scope(const struct isle_plan_rank *r, isle_scope s)
  */
 static void test_groups(void **state)
 {
-	static const int shapes[][4] = {
-	    {1, 1, 1, 1}, {7, 3, 3, 5}, {100, 4, 8, 24}, {1001, 8, 72, 256},
-	    {333, 5, 7, 50}};
+	static const int shapes[][4] = {{1, 1, 1, 1},
+					{7, 3, 3, 5},
+					{100, 4, 8, 24},
+					{1001, 8, 72, 256},
+					{333, 5, 7, 50}};
 
 	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
 		int n = shapes[si][0], nl;
-		char *text = gen_plan(n, shapes[si][1], shapes[si][2],
-				      shapes[si][3], 0);
+		char *text =
+		    gen_plan(n, shapes[si][1], shapes[si][2], shapes[si][3], 0);
 		struct isle_comm c;
 		struct isle__groups g = {0};
 		int *color, *idx, *sz, *active;
@@ -393,9 +395,9 @@ static void test_groups(void **state)
 				for (int j = 0; j < i; j++) {
 					const struct isle_plan_rank *rj =
 					    &c.plan->ranks[c.plan_rank[j]];
-					int same = active[j] &&
-						   ref_scope(ri, s) ==
-						       ref_scope(rj, s);
+					int same =
+					    active[j] && ref_scope(ri, s) ==
+							     ref_scope(rj, s);
 
 					for (int m = 0; same && m < l; m++)
 						same = idx[m * n + i] ==
@@ -421,7 +423,8 @@ static void test_groups(void **state)
 				if (color[l * n + i] >= 0)
 					assert_int_equal(g.idx[l * n + i],
 							 idx[l * n + i]);
-				active[i] = active[i] && color[l * n + i] >= 0 &&
+				active[i] = active[i] &&
+					    color[l * n + i] >= 0 &&
 					    idx[l * n + i] < mn;
 			}
 		}

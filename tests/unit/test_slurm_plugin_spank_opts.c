@@ -235,12 +235,11 @@ static void test_gres_gpu_idx(void **state)
 		if (rc != cases[i].rc ||
 		    (cases[i].out && strcmp(out, cases[i].out)))
 			fail_msg("'%s': rc %d out '%s'",
-				 cases[i].in ? cases[i].in : "(null)", rc,
-				 out);
+				 cases[i].in ? cases[i].in : "(null)", rc, out);
 	}
-	assert_int_equal(isle__gres_gpu_idx("gpu:4(IDX:0-3)", tiny,
-					    sizeof(tiny)),
-			 -ENAMETOOLONG);
+	assert_int_equal(
+	    isle__gres_gpu_idx("gpu:4(IDX:0-3)", tiny, sizeof(tiny)),
+	    -ENAMETOOLONG);
 }
 
 int main(void)
