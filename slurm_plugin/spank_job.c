@@ -32,6 +32,8 @@
 
 /* The agent reads one JSON file and writes three small ones. */
 #define AGENT_FIXED_ARGS 32
+/* The GRES detail RPC: a controller that does not answer costs this. */
+#define GRES_TIMEOUT_S 20
 #define AGENT_TIMEOUT_S 60
 #define DEFAULT_AGENT "/usr/local/bin/isle-agent"
 #define DEFAULT_RUNDIR "/run/isle"
@@ -165,7 +167,7 @@ static int _node_gpu_args(uint32_t job_id, char ***out)
 {
 	char *buf = NULL, *line, *save = NULL, **v = NULL;
 	size_t len = 0, cap = 0;
-	time_t deadline = time(NULL) + AGENT_TIMEOUT_S;
+	time_t deadline = time(NULL) + GRES_TIMEOUT_S;
 	int pfd[2], status = 0, n = 0, lines = 0;
 	pid_t pid;
 
@@ -402,7 +404,8 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	snprintf(jobid, sizeof(jobid), "%u", job_id);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)job_uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)job_gid);
-	nng = _node_gpu_args(job_id, &node_gpus);
+	/* One node: SLURM_JOB_GPUS is all there is to know. */
+	nng = strpbrk(nodes, ",[") ? _node_gpu_args(job_id, &node_gpus) : 0;
 	argv = calloc(AGENT_FIXED_ARGS + (nng > 0 ? nng : 0), sizeof(*argv));
 	if (nng < 0 || !argv) {
 		slurm_error("isle: job %u: out of memory; no plan", job_id);
