@@ -90,6 +90,11 @@ struct isle_comm {
 /* xport.c */
 int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers);
+/* The same, checking that receive i got exactly rbytes[i] bytes
+ * (SIZE_MAX: a send); -EMSGSIZE when not. */
+int isle__waitall_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
+			MPI_Request *reqs, const int *peers,
+			const size_t *rbytes);
 int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src);
 double isle__now(void);

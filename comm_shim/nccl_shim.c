@@ -1,7 +1,10 @@
 /*
  * nccl_shim.c - libisle_nccl.so: hierarchical, compressed ncclAllReduce.
  *
- * LD_PRELOADed into an unmodified NCCL program. ncclAllReduce of float sums
+ * The NCCL backend of libisle_preload.so (preload.h), which loads it into an
+ * unmodified NCCL program once it has checked the process's CUDA runtime and
+ * NCCL versions. It links neither: CUDA calls bind to the process's runtime,
+ * NCCL calls go through the resolver the preload library hands over. ncclAllReduce of float sums
  * is split along the placement: reduce-scatter inside the node (or NVLink
  * island) group, allreduce of the shard across groups with the network
  * level's codec, allgather back inside the group. The two level
@@ -31,6 +34,7 @@
 #include <nccl.h>
 
 #include "comm_priv.h"
+#include "preload.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 
@@ -65,9 +69,11 @@ static struct real_nccl real;
 static int real_ok;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
+static isle_resolve_fn resolver;
+
 static void *real_sym(void **lib, const char *name)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	void *p = resolver ? resolver(name) : dlsym(RTLD_NEXT, name);
 
 	/* The program may dlopen NCCL after us: then look there. */
 	if (!p && !*lib)
@@ -112,6 +118,15 @@ static int real_ready(void)
 {
 	pthread_once(&real_once, real_load);
 	return real_ok;
+}
+
+/* Called by libisle_preload.so before anything else here. */
+SHIM_API int isle_nccl_backend_init(int version, isle_resolve_fn resolve)
+{
+	if (version != ISLE_NCCL_BACKEND_VERSION || !resolve)
+		return -EINVAL;
+	resolver = resolve;
+	return real_ready() ? 0 : -ENOENT;
 }
 
 /* ------------------------------------------------------------- settings */

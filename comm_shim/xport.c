@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <mpi.h>
@@ -59,25 +61,96 @@ static void report_timeout(struct isle__chan *ch, MPI_Comm comm, int peer)
 		p->ranks[pr].node);
 }
 
+/*
+ * A receive that got another size than posted: the ranks called with
+ * different counts or types. Plain MPI fails at once (MPI_ERR_TRUNCATE); so
+ * does the shim, naming the peer, and a short message is never summed.
+ */
+static int report_size(struct isle__chan *ch, MPI_Comm comm, int peer,
+		       const MPI_Status *st, size_t want)
+{
+	int me = ch->owner->plan_rank[ch->rank], pr = plan_rank_of(ch, comm, peer);
+	int got = -1;
+
+	if (st->MPI_ERROR == MPI_SUCCESS)
+		PMPI_Get_count(st, MPI_BYTE, &got);
+	fprintf(stderr,
+		"isle_comm: rank %d: allreduce: message from rank %d %s %zu "
+		"bytes: count or datatype differs across ranks "
+		"(MPI_ERR_TRUNCATE)\n",
+		me, pr, got >= 0 ? "has" : "is longer than", want);
+	if (got >= 0)
+		fprintf(stderr, "isle_comm: rank %d: (received %d bytes)\n", me,
+			got);
+	ch->failed = 1;
+	return -EMSGSIZE;
+}
+
+/* Checks the receives among n finished requests (rbytes[i] != SIZE_MAX). */
+static int check_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
+		       const MPI_Status *st, const size_t *rbytes,
+		       const int *peers)
+{
+	for (int i = 0; rbytes && i < n; i++) {
+		int got = -1;
+
+		if (rbytes[i] == SIZE_MAX)
+			continue;
+		if (st[i].MPI_ERROR != MPI_SUCCESS &&
+		    st[i].MPI_ERROR != MPI_ERR_PENDING)
+			return report_size(ch, comm, peers[i], &st[i],
+					   rbytes[i]);
+		if (PMPI_Get_count(&st[i], MPI_BYTE, &got) != MPI_SUCCESS ||
+		    (size_t)got != rbytes[i])
+			return report_size(ch, comm, peers[i], &st[i],
+					   rbytes[i]);
+	}
+	return 0;
+}
+
 int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers)
 {
+	return isle__waitall_sizes(ch, comm, n, reqs, peers, NULL);
+}
+
+int isle__waitall_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
+			MPI_Request *reqs, const int *peers,
+			const size_t *rbytes)
+{
 	double timeout = ch->owner->cfg.timeout_s, deadline;
-	int flag = 0;
+	MPI_Status stbuf[4], *st = stbuf;
+	int flag = 0, rc = -EIO;
 
 	if (n == 0)
 		return 0;
-	if (timeout <= 0)
-		return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS
-			   ? 0
-			   : -EIO;
+	if (rbytes && n > (int)ISLE_ARRAY_SIZE(stbuf) &&
+	    !(st = malloc(sizeof(*st) * (size_t)n)))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		st[i].MPI_ERROR = MPI_SUCCESS;
+	if (timeout <= 0) {
+		int e = PMPI_Waitall(n, reqs, rbytes ? st : MPI_STATUSES_IGNORE);
+
+		if (e == MPI_SUCCESS || (rbytes && e == MPI_ERR_IN_STATUS))
+			rc = check_sizes(ch, comm, n, st, rbytes, peers);
+		if (e != MPI_SUCCESS && !rc)
+			rc = -EIO;
+		goto out;
+	}
 	deadline = isle__now() + timeout;
 	for (unsigned spin = 0;; spin++) {
-		if (PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE) !=
-		    MPI_SUCCESS)
-			return -EIO;
-		if (flag)
-			return 0;
+		int e = PMPI_Testall(n, reqs, &flag,
+				     rbytes ? st : MPI_STATUSES_IGNORE);
+
+		if (e != MPI_SUCCESS && !(rbytes && e == MPI_ERR_IN_STATUS))
+			goto out;
+		if (flag || e != MPI_SUCCESS) {
+			rc = check_sizes(ch, comm, n, st, rbytes, peers);
+			if (!rc && e != MPI_SUCCESS)
+				rc = -EIO;
+			goto out;
+		}
 		/* Oversubscribed nodes: let the peer we wait for run. */
 		if (spin > 256)
 			sched_yield();
@@ -100,13 +173,18 @@ int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		}
 	}
 	ch->failed = 1;
-	return -ETIMEDOUT;
+	rc = -ETIMEDOUT;
+out:
+	if (st != stbuf)
+		free(st);
+	return rc;
 }
 
 int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src)
 {
 	MPI_Request r[2];
+	size_t want[2];
 	int peers[2], n = 0;
 
 	if (sbytes > INT_MAX || rbytes > INT_MAX)
@@ -115,13 +193,15 @@ int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		if (PMPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, ISLE__TAG,
 			       comm, &r[n]) != MPI_SUCCESS)
 			return -EIO;
+		want[n] = rbytes;
 		peers[n++] = src;
 	}
 	if (sbytes) {
 		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, ISLE__TAG,
 			       comm, &r[n]) != MPI_SUCCESS)
 			return -EIO;
+		want[n] = SIZE_MAX;
 		peers[n++] = dst;
 	}
-	return isle__waitall(ch, comm, n, r, peers);
+	return isle__waitall_sizes(ch, comm, n, r, peers, want);
 }
