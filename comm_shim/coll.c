@@ -9,7 +9,6 @@
  * with bit-identical data: compressed shards are decoded by their owner too.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +130,6 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 	int p = lv->size, r = lv->rank, nreq = 0, rc;
 	size_t off, len, myoff, mylen, maxenc, myenc;
 	MPI_Request *reqs;
-	size_t *want;
 	int *peers;
 	char *sbuf, *rbuf;
 
@@ -141,26 +139,14 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 	myenc = isle_codec_encoded_size(c, mylen);
 	sbuf = isle__scratch(ch, SCR_SEND, maxenc * (size_t)p);
 	rbuf = isle__scratch(ch, SCR_RECV, myenc * (size_t)p);
-	want = isle__scratch(ch, SCR_OFF,
-			     2 * (size_t)p *
-				 (sizeof(*want) + sizeof(*reqs) + sizeof(*peers)));
-	if (!sbuf || !rbuf || !want)
+	reqs = isle__scratch(ch, SCR_OFF,
+			     2 * (size_t)p * (sizeof(*reqs) + sizeof(*peers)));
+	if (!sbuf || !rbuf || !reqs)
 		return -ENOMEM;
 	if (myenc > INT_MAX || maxenc > INT_MAX)
 		return -EOVERFLOW;
-	reqs = (MPI_Request *)(want + 2 * p);
 	peers = (int *)(reqs + 2 * p);
 
-	for (int k = 1; mylen && k < p; k++) {
-		int q = (r - k + p) % p;
-
-		if (PMPI_Irecv(rbuf + (size_t)q * myenc, (int)myenc, MPI_BYTE,
-			       q, ISLE__TAG, lv->comm,
-			       &reqs[nreq]) != MPI_SUCCESS)
-			return -EIO;
-		want[nreq] = myenc;
-		peers[nreq++] = q;
-	}
 	for (int k = 1; k < p; k++) {
 		int q = (r + k) % p;
 
@@ -176,10 +162,19 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 			       q, ISLE__TAG, lv->comm,
 			       &reqs[nreq]) != MPI_SUCCESS)
 			return -EIO;
-		want[nreq] = SIZE_MAX;
 		peers[nreq++] = q;
 	}
-	if ((rc = isle__waitall_sizes(ch, lv->comm, nreq, reqs, peers, want)))
+	/* Every send is posted: now the receives, sizes checked. */
+	for (int k = 1; mylen && k < p; k++) {
+		int q = (r - k + p) % p;
+
+		if ((rc = isle__recv_exact(ch, lv->comm,
+					   rbuf + (size_t)q * myenc, myenc, q,
+					   &reqs[nreq])))
+			return rc;
+		peers[nreq++] = q;
+	}
+	if ((rc = isle__waitall(ch, lv->comm, nreq, reqs, peers)))
 		return rc;
 	/* Fixed order: the owner's sum does not depend on arrival order. */
 	for (int q = 0; mylen && q < p; q++)

@@ -6,9 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include <mpi.h>
@@ -61,96 +59,76 @@ static void report_timeout(struct isle__chan *ch, MPI_Comm comm, int peer)
 		p->ranks[pr].node);
 }
 
-/*
- * A receive that got another size than posted: the ranks called with
- * different counts or types. Plain MPI fails at once (MPI_ERR_TRUNCATE); so
- * does the shim, naming the peer, and a short message is never summed.
- */
-static int report_size(struct isle__chan *ch, MPI_Comm comm, int peer,
-		       const MPI_Status *st, size_t want)
+static void report_size(struct isle__chan *ch, MPI_Comm comm, int peer,
+			int got, size_t want)
 {
-	int me = ch->owner->plan_rank[ch->rank], pr = plan_rank_of(ch, comm, peer);
-	int got = -1;
+	const struct isle_plan *p = ch->owner->plan;
+	int me = ch->owner->plan_rank[ch->rank];
+	int pr = plan_rank_of(ch, comm, peer);
 
-	if (st->MPI_ERROR == MPI_SUCCESS)
-		PMPI_Get_count(st, MPI_BYTE, &got);
 	fprintf(stderr,
-		"isle_comm: rank %d: allreduce: message from rank %d %s %zu "
-		"bytes: count or datatype differs across ranks "
+		"isle_comm: rank %d (%s): allreduce: rank %d sent %d bytes "
+		"where %zu were due: count or datatype differs across ranks "
 		"(MPI_ERR_TRUNCATE)\n",
-		me, pr, got >= 0 ? "has" : "is longer than", want);
-	if (got >= 0)
-		fprintf(stderr, "isle_comm: rank %d: (received %d bytes)\n", me,
-			got);
-	ch->failed = 1;
-	return -EMSGSIZE;
+		me, p->ranks[me].node, pr, got, want);
 }
 
-/* Checks the receives among n finished requests (rbytes[i] != SIZE_MAX). */
-static int check_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
-		       const MPI_Status *st, const size_t *rbytes,
-		       const int *peers)
+int isle__recv_exact(struct isle__chan *ch, MPI_Comm comm, void *buf,
+		     size_t bytes, int src, MPI_Request *req)
 {
-	for (int i = 0; rbytes && i < n; i++) {
-		int got = -1;
+	double timeout = ch->owner->cfg.timeout_s;
+	double deadline = isle__now() + timeout;
+	MPI_Message msg = MPI_MESSAGE_NULL;
+	MPI_Status st;
+	int flag = 0, got = -1;
 
-		if (rbytes[i] == SIZE_MAX)
-			continue;
-		if (st[i].MPI_ERROR != MPI_SUCCESS &&
-		    st[i].MPI_ERROR != MPI_ERR_PENDING)
-			return report_size(ch, comm, peers[i], &st[i],
-					   rbytes[i]);
-		if (PMPI_Get_count(&st[i], MPI_BYTE, &got) != MPI_SUCCESS ||
-		    (size_t)got != rbytes[i])
-			return report_size(ch, comm, peers[i], &st[i],
-					   rbytes[i]);
+	if (bytes > INT_MAX)
+		return -EOVERFLOW;
+	for (unsigned spin = 0;; spin++) {
+		if (PMPI_Improbe(src, ISLE__TAG, comm, &flag, &msg, &st) !=
+		    MPI_SUCCESS)
+			return -EIO;
+		if (flag)
+			break;
+		if (spin > 256)
+			sched_yield();
+		if (timeout > 0 && (spin & 255) == 255 &&
+		    isle__now() > deadline) {
+			report_timeout(ch, comm, src);
+			ch->failed = 1;
+			return -ETIMEDOUT;
+		}
 	}
-	return 0;
+	if (PMPI_Get_count(&st, MPI_BYTE, &got) != MPI_SUCCESS || got < 0 ||
+	    (size_t)got != bytes) {
+		report_size(ch, comm, src, got, bytes);
+		ch->failed = 1; /* the message stays unreceived: out of step */
+		return -EMSGSIZE;
+	}
+	return PMPI_Imrecv(buf, (int)bytes, MPI_BYTE, &msg, req) == MPI_SUCCESS
+		   ? 0
+		   : -EIO;
 }
 
 int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers)
 {
-	return isle__waitall_sizes(ch, comm, n, reqs, peers, NULL);
-}
-
-int isle__waitall_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
-			MPI_Request *reqs, const int *peers,
-			const size_t *rbytes)
-{
 	double timeout = ch->owner->cfg.timeout_s, deadline;
-	MPI_Status stbuf[4], *st = stbuf;
-	int flag = 0, rc = -EIO;
+	int flag = 0;
 
 	if (n == 0)
 		return 0;
-	if (rbytes && n > (int)ISLE_ARRAY_SIZE(stbuf) &&
-	    !(st = malloc(sizeof(*st) * (size_t)n)))
-		return -ENOMEM;
-	for (int i = 0; i < n; i++)
-		st[i].MPI_ERROR = MPI_SUCCESS;
-	if (timeout <= 0) {
-		int e = PMPI_Waitall(n, reqs, rbytes ? st : MPI_STATUSES_IGNORE);
-
-		if (e == MPI_SUCCESS || (rbytes && e == MPI_ERR_IN_STATUS))
-			rc = check_sizes(ch, comm, n, st, rbytes, peers);
-		if (e != MPI_SUCCESS && !rc)
-			rc = -EIO;
-		goto out;
-	}
+	if (timeout <= 0)
+		return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS
+			   ? 0
+			   : -EIO;
 	deadline = isle__now() + timeout;
 	for (unsigned spin = 0;; spin++) {
-		int e = PMPI_Testall(n, reqs, &flag,
-				     rbytes ? st : MPI_STATUSES_IGNORE);
-
-		if (e != MPI_SUCCESS && !(rbytes && e == MPI_ERR_IN_STATUS))
-			goto out;
-		if (flag || e != MPI_SUCCESS) {
-			rc = check_sizes(ch, comm, n, st, rbytes, peers);
-			if (!rc && e != MPI_SUCCESS)
-				rc = -EIO;
-			goto out;
-		}
+		if (PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE) !=
+		    MPI_SUCCESS)
+			return -EIO;
+		if (flag)
+			return 0;
 		/* Oversubscribed nodes: let the peer we wait for run. */
 		if (spin > 256)
 			sched_yield();
@@ -173,35 +151,27 @@ int isle__waitall_sizes(struct isle__chan *ch, MPI_Comm comm, int n,
 		}
 	}
 	ch->failed = 1;
-	rc = -ETIMEDOUT;
-out:
-	if (st != stbuf)
-		free(st);
-	return rc;
+	return -ETIMEDOUT;
 }
 
 int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src)
 {
 	MPI_Request r[2];
-	size_t want[2];
-	int peers[2], n = 0;
+	int peers[2], n = 0, rc;
 
 	if (sbytes > INT_MAX || rbytes > INT_MAX)
 		return -EOVERFLOW;
-	if (rbytes) {
-		if (PMPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, ISLE__TAG,
-			       comm, &r[n]) != MPI_SUCCESS)
-			return -EIO;
-		want[n] = rbytes;
-		peers[n++] = src;
-	}
 	if (sbytes) {
 		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, ISLE__TAG,
 			       comm, &r[n]) != MPI_SUCCESS)
 			return -EIO;
-		want[n] = SIZE_MAX;
 		peers[n++] = dst;
 	}
-	return isle__waitall_sizes(ch, comm, n, r, peers, want);
+	if (rbytes) {
+		if ((rc = isle__recv_exact(ch, comm, rbuf, rbytes, src, &r[n])))
+			return rc;
+		peers[n++] = src;
+	}
+	return isle__waitall(ch, comm, n, r, peers);
 }
