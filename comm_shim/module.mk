@@ -118,3 +118,17 @@ endif
 
 # GPU side, benchmark (owned by the GPU/bench engineer).
 include comm_shim/gpu.mk
+
+# Start-up cost of the preload library (not a test): make bench-preload.
+all: $(B)/bench/bench_preload
+$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
+BENCHES += bench-preload
+.PHONY: bench-preload
+bench-preload: $(B)/bench/bench_preload $(B)/lib/libisle_preload.so
+	@mkdir -p $(B)/bench
+	$(B)/bench/bench_preload --preload $(CURDIR)/$(B)/lib/libisle_preload.so \
+		--runs $(or $(RUNS),50) --warmup 5 -o $(B)/bench/preload.json \
+		-- python3 -c pass -- /bin/true
+	@echo "bench-preload: $(B)/bench/preload.json"
