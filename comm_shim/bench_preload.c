@@ -90,7 +90,8 @@ static void report(FILE *f, char **cmd, double *off, double *on, int runs,
 	stats(f, "with", on, runs);
 	d = (pct(on, runs, 0.5) - pct(off, runs, 0.5)) * 1e3;
 	fprintf(f, ", \"median_extra_ms\": %.3f}", d);
-	fprintf(stderr, "bench_preload: %-24s median %.2f ms -> %.2f ms (%+.2f ms)\n",
+	fprintf(stderr,
+		"bench_preload: %-24s median %.2f ms -> %.2f ms (%+.2f ms)\n",
 		cmd[0], pct(off, runs, 0.5) * 1e3, pct(on, runs, 0.5) * 1e3, d);
 }
 
@@ -114,16 +115,20 @@ int main(int argc, char **argv)
 	}
 	if (!preload || runs < 1 || warmup < 0 || i >= argc ||
 	    strcmp(argv[i], "--")) {
-		fprintf(stderr, "usage: bench_preload --preload LIB [--runs N] "
-				"[--warmup W] [-o OUT] -- CMD... [-- CMD...]\n");
+		fprintf(stderr,
+			"usage: bench_preload --preload LIB [--runs N] "
+			"[--warmup W] [-o OUT] -- CMD... [-- CMD...]\n");
 		return 2;
 	}
 	if (out && !(f = fopen(out, "w"))) {
-		fprintf(stderr, "bench_preload: %s: %s\n", out, strerror(errno));
+		fprintf(stderr, "bench_preload: %s: %s\n", out,
+			strerror(errno));
 		return 1;
 	}
-	fprintf(f, "{\"preload\": \"%s\", \"runs\": %d, \"warmup\": %d, "
-		   "\"commands\": [\n", preload, runs, warmup);
+	fprintf(f,
+		"{\"preload\": \"%s\", \"runs\": %d, \"warmup\": %d, "
+		"\"commands\": [\n",
+		preload, runs, warmup);
 	while (i < argc) {
 		char **cmd = &argv[i + 1];
 		double *off = calloc((size_t)runs, sizeof(double));
@@ -134,7 +139,8 @@ int main(int argc, char **argv)
 			end++;
 		argv[end] = NULL; /* argv[argc] is NULL already */
 		for (; off && on && end > i + 1 && r < warmup + runs; r++) {
-			double a = run_once(cmd, NULL), b = run_once(cmd, preload);
+			double a = run_once(cmd, NULL),
+			       b = run_once(cmd, preload);
 
 			if (a < 0 || b < 0) {
 				fprintf(stderr, "bench_preload: %s failed\n",

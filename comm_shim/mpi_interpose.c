@@ -164,10 +164,9 @@ static int get_ctx(MPI_Comm comm, isle_comm **out)
 	if (e->c && e->c->cfg.verbose) {
 		PMPI_Comm_rank(comm, &rank);
 		if (rank == 0)
-			fprintf(stderr, "isle_comm: %s%s, %s backend\n",
-				e->c->desc,
-				e->c->helper ? ", async helper" : "",
-				ISLE_MPI_ABI);
+			fprintf(
+			    stderr, "isle_comm: %s%s, %s backend\n", e->c->desc,
+			    e->c->helper ? ", async helper" : "", ISLE_MPI_ABI);
 	}
 	*out = e->c;
 	return 0;
@@ -217,8 +216,7 @@ static int b_init(int *argc, char ***argv)
 	    PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
 }
 
-static int b_init_thread(int *argc, char ***argv, int required,
-			 int *provided)
+static int b_init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	disabled = env_flag("ISLE_COMM_DISABLE");
 	if (!disabled &&

@@ -4,14 +4,14 @@
  * The NCCL backend of libisle_preload.so (preload.h), which loads it into an
  * unmodified NCCL program once it has checked the process's CUDA runtime and
  * NCCL versions. It links neither: CUDA calls bind to the process's runtime,
- * NCCL calls go through the resolver the preload library hands over. ncclAllReduce of float sums
- * is split along the placement: reduce-scatter inside the node (or NVLink
- * island) group, allreduce of the shard across groups with the network
- * level's codec, allgather back inside the group. The two level
- * communicators come from ncclCommSplit of the user's communicator the first
- * time it is used. Everything else, and every call the scheme does not fit
- * (other types or ops, grouped calls, graph capture, small messages, unequal
- * groups) goes to the real NCCL, found with dlsym(RTLD_NEXT) or dlopen.
+ * NCCL calls go through the resolver the preload library hands over.
+ * ncclAllReduce of float sums is split along the placement: reduce-scatter
+ * inside the node (or NVLink island) group, allreduce of the shard across
+ * groups with the network level's codec, allgather back inside the group. The
+ * two level communicators come from ncclCommSplit of the user's communicator
+ * the first time it is used. Everything else, and every call the scheme does
+ * not fit (other types or ops, grouped calls, graph capture, small messages,
+ * unequal groups) goes to the real NCCL, found through that resolver.
  *
  * Across groups, formats that add up while encoded (fp16, bf16) use a plain
  * ncclAllReduce in that type. int8 and top-k use the all-to-all pattern:

@@ -60,7 +60,8 @@ static int codec_wanted(const char *p)
  */
 static int compression_wanted(void)
 {
-	const char *codec = getenv("ISLE_COMM_CODEC"), *plan = getenv("ISLE_PLAN");
+	const char *codec = getenv("ISLE_COMM_CODEC"),
+		   *plan = getenv("ISLE_PLAN");
 	char buf[65536];
 	size_t n = 0;
 	FILE *f;
@@ -168,7 +169,8 @@ static void mpi_setup(void)
 static void *mpi_next(void *fn, const char *name)
 {
 	if (!fn) {
-		fprintf(stderr, "isle: %s called but no MPI library defines it\n",
+		fprintf(stderr,
+			"isle: %s called but no MPI library defines it\n",
 			name);
 		abort();
 	}
@@ -180,8 +182,8 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	pthread_once(&mpi_once, mpi_setup);
 	if (mpi_be)
 		return mpi_be->init(argc, argv);
-	return ((int (*)(int *, char ***))mpi_next(
-	    (void *)next_mpi.init, "MPI_Init"))(argc, argv);
+	return ((int (*)(int *, char ***))mpi_next((void *)next_mpi.init,
+						   "MPI_Init"))(argc, argv);
 }
 
 EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
@@ -190,8 +192,8 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	if (mpi_be)
 		return mpi_be->init_thread(argc, argv, required, provided);
 	return ((int (*)(int *, char ***, int, int *))mpi_next(
-	    (void *)next_mpi.init_thread, "MPI_Init_thread"))(argc, argv,
-							      required, provided);
+	    (void *)next_mpi.init_thread, "MPI_Init_thread"))(
+	    argc, argv, required, provided);
 }
 
 EXPORT int MPI_Finalize(void)
@@ -232,8 +234,8 @@ EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 /* ncclResult_t values (nccl.h), which this library does not include. */
 #define NCCL_INTERNAL_ERROR 3
 
-typedef int (*nccl_allreduce_fn)(const void *, void *, size_t, int, int,
-				 void *, void *);
+typedef int (*nccl_allreduce_fn)(const void *, void *, size_t, int, int, void *,
+				 void *);
 typedef int (*nccl_void_fn)(void);
 typedef int (*nccl_comm_fn)(void *);
 
@@ -258,9 +260,9 @@ static void *resolve(const char *name)
 #if ISLE_CUDA_MAJOR
 #define ISLE_STR2(x) #x
 #define ISLE_STR(x) ISLE_STR2(x)
-	    "libcudart.so." ISLE_STR(ISLE_CUDA_MAJOR),
+		"libcudart.so." ISLE_STR(ISLE_CUDA_MAJOR),
 #endif
-	    "libcudart.so",
+		"libcudart.so",
 	};
 	void *p = dlsym(RTLD_NEXT, name);
 
@@ -268,7 +270,8 @@ static void *resolve(const char *name)
 		return p;
 	if (!strncmp(name, "nccl", 4)) {
 		if (!nccl_lib)
-			nccl_lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+			nccl_lib =
+			    dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
 		return nccl_lib ? dlsym(nccl_lib, name) : NULL;
 	}
 	for (size_t i = 0; i < sizeof(cudart) / sizeof(cudart[0]); i++) {

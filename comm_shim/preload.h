@@ -25,7 +25,7 @@ typedef uintptr_t isle_mpi_h;
 
 /* Exported by each MPI backend as "isle_mpi_backend". */
 struct isle_mpi_backend {
-	int version; /* ISLE_MPI_BACKEND_VERSION */
+	int version;	 /* ISLE_MPI_BACKEND_VERSION */
 	const char *abi; /* "Open MPI", "MPICH" */
 	int (*init)(int *argc, char ***argv);
 	int (*init_thread)(int *argc, char ***argv, int required,

@@ -59,8 +59,8 @@ static void report_timeout(struct isle__chan *ch, MPI_Comm comm, int peer)
 		p->ranks[pr].node);
 }
 
-static void report_size(struct isle__chan *ch, MPI_Comm comm, int peer,
-			int got, size_t want)
+static void report_size(struct isle__chan *ch, MPI_Comm comm, int peer, int got,
+			size_t want)
 {
 	const struct isle_plan *p = ch->owner->plan;
 	int me = ch->owner->plan_rank[ch->rank];
