@@ -75,8 +75,10 @@ static void *real_sym(void **lib, const char *name)
 {
 	void *p = resolver ? resolver(name) : dlsym(RTLD_NEXT, name);
 
-	/* The program may dlopen NCCL after us: then look there. */
-	if (!p && !*lib)
+	/* The program may dlopen NCCL after us: then look there. Not when
+	 * loaded by libisle_preload.so, which knows the process's own NCCL:
+	 * a second one must never come in. */
+	if (!p && !resolver && !*lib)
 		*lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
 	if (!p && *lib)
 		p = dlsym(*lib, name);

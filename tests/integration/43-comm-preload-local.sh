@@ -11,6 +11,7 @@
 #     backend; with the real CUDA runtime linked, the backend loads (its
 #     CUDA symbols bind to the program's runtime) and, finding the stand-in
 #     NCCL incomplete, steps aside;
+#     An MPI of neither family (stand-in library): its calls run, one notice;
 #  4. the same MPI test program built with Open MPI and with MPICH: codec
 #     none bit-identical to the library's own PMPI_Allreduce, and engaged on
 #     the matching backend (ISLE_COMM_VERBOSE line);
@@ -138,6 +139,44 @@ if gcc -shared -fPIC -Wl,-soname,libnccl.so.2 -o "$T/nccl/libnccl.so.2" "$T/nccl
 	fi
 else
 	bad "cannot build the stand-in NCCL"
+fi
+
+# --- an MPI isle has no backend for: a stand-in library, neither family ----
+cat >"$T/othermpi.c" <<'EOF'
+#include <stdio.h>
+int MPI_Init(int *argc, char ***argv) { printf("other MPI_Init\n"); return 0; }
+int MPI_Allreduce(const void *s, void *r, int n, int dt, int op, int comm)
+{ printf("other MPI_Allreduce %d\n", n); return 0; }
+int MPI_Finalize(void) { printf("other MPI_Finalize\n"); return 0; }
+EOF
+cat >"$T/mpiprog.c" <<'EOF'
+int MPI_Init(int *, char ***);
+int MPI_Allreduce(const void *, void *, int, int, int, int);
+int MPI_Finalize(void);
+int main(int argc, char **argv)
+{
+	float b[8] = {0};
+
+	return MPI_Init(&argc, &argv) | MPI_Allreduce(b, b, 8, 1, 2, 3) | MPI_Finalize();
+}
+EOF
+mkdir -p "$T/other"
+if gcc -shared -fPIC -Wl,-soname,libmpi.so.99 -o "$T/other/libmpi.so.99" "$T/othermpi.c" &&
+	gcc -o "$T/other/prog" "$T/mpiprog.c" -Wl,--no-as-needed -Wl,-rpath,"$T/other" \
+		-L"$T/other" -l:libmpi.so.99; then
+	ISLE_COMM_VERBOSE=1 LD_PRELOAD=$PRE "$T/other/prog" >"$T/other.out" 2>&1
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^other MPI_Init' "$T/other.out" &&
+		grep -q '^other MPI_Allreduce 8' "$T/other.out" && grep -q '^other MPI_Finalize' "$T/other.out" &&
+		[ "$(grep -c '^isle: ' "$T/other.out")" = 1 ] &&
+		grep -q '^isle: MPI library not supported by isle .*pass through unchanged' "$T/other.out"; then
+		ok "an unknown MPI: its own calls ran; $(grep '^isle: ' "$T/other.out")"
+	else
+		bad "an unknown MPI (rc $rc)"
+		sed 's/^/     /' "$T/other.out" | head -8
+	fi
+else
+	bad "cannot build the stand-in MPI"
 fi
 
 # --- 4..7: MPI ----------------------------------------------------------------
