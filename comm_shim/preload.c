@@ -15,6 +15,7 @@
  * ISLE_COMM_VERBOSE is set or the job asked for compression.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,18 +94,23 @@ static void notice(const char *fmt, ...)
 /* dlopen()s NAME from this library's directory; NULL with why filled. */
 static void *load_backend(const char *name, char *why, size_t whylen)
 {
-	char path[4096];
-	const char *slash;
+	char path[4096], self[PATH_MAX];
+	const char *file, *slash;
 	Dl_info di;
 	void *h;
 
-	if (!dladdr((void *)load_backend, &di) || !di.dli_fname ||
-	    !(slash = strrchr(di.dli_fname, '/'))) {
+	if (!dladdr((void *)load_backend, &di) || !di.dli_fname) {
 		snprintf(why, whylen, "cannot locate libisle_preload.so");
 		return NULL;
 	}
-	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - di.dli_fname),
-		 di.dli_fname, name);
+	/* Beside the installed file, also when LD_PRELOAD names a link. */
+	file = realpath(di.dli_fname, self) ? self : di.dli_fname;
+	if (!(slash = strrchr(file, '/'))) {
+		snprintf(why, whylen, "cannot locate libisle_preload.so");
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file), file,
+		 name);
 	if (access(path, R_OK) != 0) {
 		snprintf(why, whylen, "no backend %s", path);
 		return NULL;

@@ -18,6 +18,7 @@
 #  5. the MPICH backend hidden (the preload library alone in a directory):
 #     results still exact, one notice saying why, the shim not engaged;
 #     asked for compression, the notice comes without ISLE_COMM_VERBOSE;
+#     LD_PRELOAD naming a link to the library still finds the backends;
 #  6. counts that differ across ranks (one rank passes N+1 or N-1): the job
 #     ends at once with the size named (MPI_ERR_TRUNCATE), not after the
 #     timeout and never with a sum, under both MPIs;
@@ -248,6 +249,17 @@ if [ -x "$CHECK_MPICH" ] && command -v mpiexec.mpich >/dev/null; then
 		ok "mpich, backend hidden: exact, passed through: $(grep -m1 '^isle: ' "$T/out")"
 	else
 		bad "mpich, backend hidden"
+		show
+	fi
+	# A link to the library elsewhere: the backends are found beside the file.
+	mkdir -p "$T/link"
+	ln -s "$PRE" "$T/link/libisle_preload.so"
+	if mpi mpich 2 "$T/link/libisle_preload.so" ISLE_COMM_VERBOSE=1 ISLE_COMM_CODEC=none -- \
+		exact --sizes 100000 && grep -q '^exact: PASS' "$T/out" &&
+		grep -q '^isle_comm: 2 ranks, plan .*, MPICH backend' "$T/out"; then
+		ok "mpich, LD_PRELOAD through a symbolic link: engaged"
+	else
+		bad "mpich, LD_PRELOAD through a symbolic link"
 		show
 	fi
 	if mpi mpich 2 "$T/alone/libisle_preload.so" ISLE_COMM_CODEC=int8 -- \
