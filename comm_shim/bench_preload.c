@@ -7,13 +7,15 @@
  * Each command runs W + N times without and W + N times with the preload,
  * alternating (without, with, without, ...) so that load drift on a shared
  * host hits both alike; the first W of each are dropped. Wall time from
- * fork to reaped exit. Writes, per command, the median, the 10th and 90th
- * percentiles, min and max of both, and the median difference in ms.
+ * fork to reaped exit, and CPU time (user + system, from wait4), which a
+ * loaded host disturbs less. Writes, per command, the median, the 10th and
+ * 90th percentiles, min and max of both, and the median differences in ms.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +28,11 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds to run argv to completion, or -1. */
-static double run_once(char **argv, const char *preload)
+/* Seconds to run argv to completion, or -1; *cpu: its CPU seconds. */
+static double run_once(char **argv, const char *preload, double *cpu)
 {
 	double t0 = now();
+	struct rusage ru;
 	int status;
 	pid_t pid = fork();
 
@@ -43,9 +46,11 @@ static double run_once(char **argv, const char *preload)
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status) != 0)
 		return -1;
+	*cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 	return now() - t0;
 }
 
@@ -73,10 +78,10 @@ static void stats(FILE *f, const char *name, double *v, int n)
 		pct(v, n, 0.9) * 1e3, v[0] * 1e3, v[n - 1] * 1e3);
 }
 
-static void report(FILE *f, char **cmd, double *off, double *on, int runs,
-		   int first)
+static void report(FILE *f, char **cmd, double *off, double *on, double *offc,
+		   double *onc, int runs, int first)
 {
-	double d;
+	double d, dc;
 
 	fprintf(f, "%s {\"command\": \"", first ? "" : ",\n");
 	for (char **c = cmd; *c; c++) {
@@ -88,11 +93,20 @@ static void report(FILE *f, char **cmd, double *off, double *on, int runs,
 	stats(f, "without", off, runs);
 	fprintf(f, ", ");
 	stats(f, "with", on, runs);
+	fprintf(f, ", ");
+	stats(f, "without_cpu", offc, runs);
+	fprintf(f, ", ");
+	stats(f, "with_cpu", onc, runs);
 	d = (pct(on, runs, 0.5) - pct(off, runs, 0.5)) * 1e3;
-	fprintf(f, ", \"median_extra_ms\": %.3f}", d);
+	dc = (pct(onc, runs, 0.5) - pct(offc, runs, 0.5)) * 1e3;
+	fprintf(f,
+		", \"median_extra_ms\": %.3f, \"median_extra_cpu_ms\": %.3f}",
+		d, dc);
 	fprintf(stderr,
-		"bench_preload: %-24s median %.2f ms -> %.2f ms (%+.2f ms)\n",
-		cmd[0], pct(off, runs, 0.5) * 1e3, pct(on, runs, 0.5) * 1e3, d);
+		"bench_preload: %-10s median wall %.2f -> %.2f ms (%+.2f), "
+		"CPU %.2f -> %.2f ms (%+.2f)\n",
+		cmd[0], pct(off, runs, 0.5) * 1e3, pct(on, runs, 0.5) * 1e3, d,
+		pct(offc, runs, 0.5) * 1e3, pct(onc, runs, 0.5) * 1e3, dc);
 }
 
 int main(int argc, char **argv)
@@ -131,16 +145,16 @@ int main(int argc, char **argv)
 		preload, runs, warmup);
 	while (i < argc) {
 		char **cmd = &argv[i + 1];
-		double *off = calloc((size_t)runs, sizeof(double));
-		double *on = calloc((size_t)runs, sizeof(double));
+		/* wall without, wall with, CPU without, CPU with */
+		double *v = calloc(4 * (size_t)runs, sizeof(double));
 		int end = i + 1, r = 0;
 
 		while (end < argc && strcmp(argv[end], "--"))
 			end++;
 		argv[end] = NULL; /* argv[argc] is NULL already */
-		for (; off && on && end > i + 1 && r < warmup + runs; r++) {
-			double a = run_once(cmd, NULL),
-			       b = run_once(cmd, preload);
+		for (; v && end > i + 1 && r < warmup + runs; r++) {
+			double ca = 0, cb = 0, a = run_once(cmd, NULL, &ca),
+			       b = run_once(cmd, preload, &cb);
 
 			if (a < 0 || b < 0) {
 				fprintf(stderr, "bench_preload: %s failed\n",
@@ -148,14 +162,16 @@ int main(int argc, char **argv)
 				break;
 			}
 			if (r >= warmup) {
-				off[r - warmup] = a;
-				on[r - warmup] = b;
+				v[r - warmup] = a;
+				v[runs + r - warmup] = b;
+				v[2 * runs + r - warmup] = ca;
+				v[3 * runs + r - warmup] = cb;
 			}
 		}
 		if (r == warmup + runs)
-			report(f, cmd, off, on, runs, first);
-		free(off);
-		free(on);
+			report(f, cmd, v, v + runs, v + 2 * runs, v + 3 * runs,
+			       runs, first);
+		free(v);
 		if (r != warmup + runs)
 			goto done;
 		first = 0;
