@@ -3,7 +3,7 @@
  * libisle_mpi_mpich.so: this file compiled against Open MPI's and against
  * MPICH's mpi.h. libisle_preload.so loads the one that matches the process
  * and calls it through struct isle_mpi_backend (preload.h); handles arrive
- * as isle_mpi_h and get their ABI's type here (H_COMM and friends).
+ * as isle_mpi_h and get their ABI's type here (H_).
  *
  * Takes over MPI_Allreduce and MPI_Iallreduce for MPI_FLOAT / MPI_DOUBLE
  * with MPI_SUM on intra-communicators; every other call, and these calls
@@ -79,9 +79,7 @@ static int delete_ctx(MPI_Comm comm, int kv, void *val, void *extra)
 
 static int fail(MPI_Comm comm, const char *what, int rc)
 {
-	int me = -1;
-
-	int code = rc == -EMSGSIZE ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+	int me = -1, code = rc == -EMSGSIZE ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
 	fprintf(stderr, "isle_comm: rank %d: %s: %s\n", me, what,
