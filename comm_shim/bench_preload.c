@@ -5,7 +5,7 @@
  *                 -- CMD [ARGS...] [-- CMD2 ...]
  *
  * Each command runs W + N times without and W + N times with the preload,
- * alternating (without, with, without, ...) so that load drift on a shared
+ * in pairs (which goes first alternates) so that load drift on a shared
  * host hits both alike; the first W of each are dropped. Wall time from
  * fork to reaped exit, and CPU time (user + system, from wait4), which a
  * loaded host disturbs less. Writes, per command, the median, the 10th and
@@ -153,8 +153,17 @@ int main(int argc, char **argv)
 			end++;
 		argv[end] = NULL; /* argv[argc] is NULL already */
 		for (; v && end > i + 1 && r < warmup + runs; r++) {
-			double ca = 0, cb = 0, a = run_once(cmd, NULL, &ca),
-			       b = run_once(cmd, preload, &cb);
+			double ca = 0, cb = 0, a, b;
+
+			/* Either order half the time: no bias from going first.
+			 */
+			if (r % 2) {
+				b = run_once(cmd, preload, &cb);
+				a = run_once(cmd, NULL, &ca);
+			} else {
+				a = run_once(cmd, NULL, &ca);
+				b = run_once(cmd, preload, &cb);
+			}
 
 			if (a < 0 || b < 0) {
 				fprintf(stderr, "bench_preload: %s failed\n",
