@@ -1,5 +1,5 @@
 #!/bin/bash
-# 42-comm-preload-spank: the shim as the SPANK plugin injects it (no
+# 44-comm-preload-spank: the shim as the SPANK plugin injects it (no
 # LD_PRELOAD set by hand), one job of 2 nodes x 2 fake GPUs, --isle-tp=2,
 # shim=<dir>/libisle_preload.so with its backends beside it:
 #  1. MPICH: build/tests/comm_mpi_check_mpich (mpicc.mpich) under
@@ -46,7 +46,7 @@ die() {
 	exit 1
 }
 
-work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-42.XXXXXX")
+work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-44.XXXXXX")
 chmod 0755 "$work"
 trap 'rm -rf "$work"' EXIT
 shimdir=$work/shim
@@ -187,5 +187,5 @@ if [ $fails -ne 0 ]; then
 	sed 's/^/job: /' "$jobs/job.out" "$jobs/job.err" 2>/dev/null | tail -10
 	isle_cluster_logs 10
 fi
-[ $fails = 0 ] && echo "42-comm-preload-spank: PASS" || echo "42-comm-preload-spank: $fails FAILED"
+[ $fails = 0 ] && echo "44-comm-preload-spank: PASS" || echo "44-comm-preload-spank: $fails FAILED"
 [ $fails = 0 ]
