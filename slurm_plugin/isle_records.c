@@ -84,22 +84,38 @@ static bitstr_t *_model_bitmap(const int *nodes, int n)
 	return b;
 }
 
-/* Nodes below switch sw, through its child switches (depth-limited so a
- * cabling loop in a bad file cannot recurse forever). */
-static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out, int depth)
+/*
+ * Nodes below switch sw, through its child switches. Each switch is visited
+ * once (seen[] holds the stamp of the walk that reached it), so a fat tree
+ * with many paths, or a cycle in a model built without finalize's check,
+ * costs at most one pass over the switches and links. stack has room for
+ * every switch.
+ */
+static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out,
+			  int *seen, int stamp, int *stack)
 {
-	const struct isle_switch *s = &t->switches[sw];
+	int top = 0;
 
-	if (depth > 8)
-		return;
-	for (int i = 0; i < s->nnodes; i++) {
-		int n = isle__ctx.model2slurm[s->nodes[i]];
+	stack[top++] = sw;
+	seen[sw] = stamp;
+	while (top > 0) {
+		const struct isle_switch *s = &t->switches[stack[--top]];
 
-		if (n >= 0)
-			bit_set(out, n);
+		for (int i = 0; i < s->nnodes; i++) {
+			int n = isle__ctx.model2slurm[s->nodes[i]];
+
+			if (n >= 0)
+				bit_set(out, n);
+		}
+		for (int i = 0; i < s->ndown; i++) {
+			int d = s->down[i];
+
+			if (d < 0 || d >= t->nswitches || seen[d] == stamp)
+				continue;
+			seen[d] = stamp;
+			stack[top++] = d;
+		}
 	}
-	for (int i = 0; i < s->ndown; i++)
-		_switch_nodes(t, s->down[i], out, depth + 1);
 }
 
 static void _build_maps(void)
@@ -107,7 +123,7 @@ static void _build_maps(void)
 	struct isle__ctx *c = &isle__ctx;
 	const isle_topo *t = c->topo;
 	node_record_t *node_ptr;
-	int unknown = 0;
+	int unknown = 0, *seen, *stack;
 
 	c->nslurm = node_record_count;
 	c->slurm2model = xcalloc(MAX(node_record_count, 1), sizeof(int));
@@ -150,11 +166,15 @@ static void _build_maps(void)
 		    _model_bitmap(t->racks[i].nodes, t->racks[i].nnodes);
 	}
 	c->switches = xcalloc(MAX(t->nswitches, 1), sizeof(*c->switches));
+	seen = xcalloc(MAX(t->nswitches, 1), sizeof(int));
+	stack = xcalloc(MAX(t->nswitches, 1), sizeof(int));
 	for (int i = 0; i < t->nswitches; i++) {
 		c->switches[i].name = xstrdup(t->switches[i].name);
 		c->switches[i].nodes = bit_alloc(node_record_count);
-		_switch_nodes(t, i, c->switches[i].nodes, 0);
+		_switch_nodes(t, i, c->switches[i].nodes, seen, i + 1, stack);
 	}
+	xfree(seen);
+	xfree(stack);
 }
 
 int isle__records_load(void)
