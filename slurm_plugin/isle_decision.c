@@ -400,7 +400,7 @@ void isle__decision_none(job_record_t *job_ptr,
 		/* Options refused here are the user's mistake (or a job that
 		 * bypassed sbatch): say it once per job where admins look. */
 		if (!req)
-			info("isle: %pJ: %s", job_ptr, line);
+			info("isle: %pJ: %s: %s", job_ptr, what, reason);
 		o = _record_json(job_ptr, line, reason);
 		if (req)
 			json_object_object_add(o, "request",

@@ -79,3 +79,10 @@ BENCHES += bench-slurm
 bench-slurm: $(PLUGINS) $(BINS)
 	@mkdir -p $(B)/bench
 	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json
+
+UNIT_TESTS += $(B)/tests/test_slurm_plugin_store
+$(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \
+		$(B)/slurm_plugin/isle_store.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_store.o: CPPFLAGS += -Islurm_plugin
