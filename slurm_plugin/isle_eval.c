@@ -76,7 +76,7 @@ int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
 
 		if (!v)
 			continue;
-		if (isle__spank_opt_parse(&user, opt, v, perr, sizeof(perr))) {
+		if (isle__spank_env_parse(&user, opt, v, perr, sizeof(perr))) {
 			snprintf(err, errlen, "job option %s refused: %s", name,
 				 perr);
 			rc = -EINVAL;

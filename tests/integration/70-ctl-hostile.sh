@@ -10,7 +10,7 @@
 #     Slurm's default selection runs the job. Options within the parser's
 #     limits but against the admin's policy in plugstack.conf (max_tp=4,
 #     allowed_codecs=none,bf16) are refused the same way; a job within the
-#     policy is placed by isle.
+#     policy is placed by isle, from libslurm and from sbatch.
 #  3. Decision records: the record of a started job is written
 #     (islectl explain works) and removed when Slurm purges the job
 #     (MinJobAge); the directory holds no record of the purged jobs.
@@ -118,6 +118,12 @@ j=$("$work/isle_submit" -N 2 --tres-per-node gres/gpu:4 --spank SPANK_ISLE_TP=4 
 isle_wait_job "$j" 120 >/dev/null || fail "job $j within the policy did not run"
 scontrol show job "$j" | grep -q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
 	fail "job $j within the policy not placed by isle: $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
+
+# sbatch's own job environment (every option, span "core") reads back.
+j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=4 -o /dev/null --wrap true) || fail "sbatch --isle-tp=4"
+isle_wait_job "$j" 120 >/dev/null || fail "sbatch job $j did not run"
+scontrol show job "$j" | grep -q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
+	fail "sbatch job $j not placed by isle: $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
 
 # --- 3. decision records -----------------------------------------------------
 wait_for 60 test -f "$recdir/job_$j.json" || fail "no record of started job $j"
