@@ -252,8 +252,7 @@ static int _admin_comment_line(unsigned long job_id, char *buf, size_t len)
 	FILE *p;
 	int rc = -ENOENT;
 
-	snprintf(cmd, sizeof(cmd), "scontrol show job %lu 2>/dev/null",
-		 job_id);
+	snprintf(cmd, sizeof(cmd), "scontrol show job %lu 2>/dev/null", job_id);
 	if (!(p = popen(cmd, "r")))
 		return -ENOENT;
 	while (fgets(line, sizeof(line), p)) {
@@ -342,8 +341,8 @@ int isle__cmd_explain(int argc, char **argv)
 	if (isle_explain_print(path, json, stdout, err, sizeof(err))) {
 		char line[4096];
 
-		if (!json && _admin_comment_line(job_id, line, sizeof(line)) ==
-				 0) {
+		if (!json &&
+		    _admin_comment_line(job_id, line, sizeof(line)) == 0) {
 			for (char *c = line; *c; c++)
 				if (iscntrl((unsigned char)*c))
 					*c = '?';

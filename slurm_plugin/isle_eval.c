@@ -152,9 +152,9 @@ static bool _gpu_request(topology_eval_t *te, struct isle_place_req *req)
 	} else if (js->gres_per_task && job_ptr->details->num_tasks) {
 		uint64_t n;
 
-		if (__builtin_mul_overflow(js->gres_per_task,
-					   (uint64_t)job_ptr->details->num_tasks,
-					   &n) ||
+		if (__builtin_mul_overflow(
+			js->gres_per_task,
+			(uint64_t)job_ptr->details->num_tasks, &n) ||
 		    n > INT_MAX)
 			return false;
 		req->gpus = (int)n;

@@ -95,8 +95,8 @@ static bitstr_t *_model_bitmap(const int *nodes, int n)
  * costs at most one pass over the switches and links. stack has room for
  * every switch.
  */
-static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out,
-			  int *seen, int stamp, int *stack)
+static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out, int *seen,
+			  int stamp, int *stack)
 {
 	int top = 0;
 
@@ -330,8 +330,8 @@ void isle__policy_load(void)
 		      err);
 		isle__spank_policy_init(&isle__ctx.policy);
 	} else if (found) {
-		verbose("isle: job option policy from %s: max_tp=%d",
-			path, isle__ctx.policy.max_tp);
+		verbose("isle: job option policy from %s: max_tp=%d", path,
+			isle__ctx.policy.max_tp);
 	} else {
 		verbose("isle: no spank_isle.so line in %s; checking job "
 			"options against the built-in limits",

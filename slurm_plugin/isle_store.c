@@ -182,7 +182,8 @@ bool isle__store_same(uint32_t job_id, const char *line)
 
 int isle__store_put(uint32_t job_id, const char *line, const char *record)
 {
-	char *l = line ? strdup(line) : NULL, *r = record ? strdup(record) : NULL;
+	char *l = line ? strdup(line) : NULL,
+	     *r = record ? strdup(record) : NULL;
 	struct entry *e;
 	int rc = 0;
 
@@ -535,8 +536,10 @@ static void _reload(const char *dir)
 	}
 	closedir(d);
 	if (n)
-		_log(ISLE_STORE_LOG_INFO, "isle: reloaded %d decision records "
-					  "from %s", n, dir);
+		_log(ISLE_STORE_LOG_INFO,
+		     "isle: reloaded %d decision records "
+		     "from %s",
+		     n, dir);
 }
 
 int isle__store_init(const char *dir, isle__store_probe_fn probe, void *arg,

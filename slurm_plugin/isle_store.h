@@ -18,13 +18,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum { ISLE_STORE_JOB_GONE = 0, ISLE_STORE_JOB_PENDING, ISLE_STORE_JOB_STARTED };
+enum {
+	ISLE_STORE_JOB_GONE = 0,
+	ISLE_STORE_JOB_PENDING,
+	ISLE_STORE_JOB_STARTED
+};
 enum { ISLE_STORE_LOG_ERROR = 0, ISLE_STORE_LOG_INFO, ISLE_STORE_LOG_DEBUG };
 
 /* Fills state[i] (ISLE_STORE_JOB_*) for ids[i]; runs in the writer thread
  * with no store lock held. */
-typedef void (*isle__store_probe_fn)(const uint32_t *ids, int n,
-				     uint8_t *state, void *arg);
+typedef void (*isle__store_probe_fn)(const uint32_t *ids, int n, uint8_t *state,
+				     void *arg);
 typedef void (*isle__store_log_fn)(int level, const char *msg);
 
 struct isle__store_stats {

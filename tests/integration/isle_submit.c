@@ -70,8 +70,7 @@ int main(int argc, char **argv)
 
 	rc = slurm_submit_batch_job(&desc, &resp);
 	if (rc != SLURM_SUCCESS) {
-		fprintf(stderr, "isle_submit: %s\n",
-			slurm_strerror(errno));
+		fprintf(stderr, "isle_submit: %s\n", slurm_strerror(errno));
 		slurm_fini();
 		return 1;
 	}

@@ -84,11 +84,11 @@ static void test_env_roundtrip(void **state)
 
 	isle__spank_policy_init(&p);
 	assert_int_equal(parse(&user, ISLE_OPT_TP, "8"), 0);
-	assert_int_equal(
-	    isle__spank_resolve(&p, &user, &job, err, sizeof(err)), 0);
+	assert_int_equal(isle__spank_resolve(&p, &user, &job, err, sizeof(err)),
+			 0);
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		const char *v = isle__spank_opt_value(&job, opt, buf,
-						      sizeof(buf));
+		const char *v =
+		    isle__spank_opt_value(&job, opt, buf, sizeof(buf));
 
 		if (isle__spank_env_parse(&back, opt, v, err, sizeof(err)))
 			fail_msg("%s=%s: %s", isle__spank_opt_env(opt), v, err);
@@ -97,15 +97,15 @@ static void test_env_roundtrip(void **state)
 	assert_int_equal(back.span, ISLE_TIER_CORE);
 	assert_int_equal(back.mode, job.mode);
 	assert_int_equal(back.set, (1u << ISLE_OPT_COUNT) - 2);
-	assert_int_equal(
-	    isle__spank_env_parse(&back, ISLE_OPT_TP, "65536", err, sizeof(err)),
-	    -EINVAL);
+	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_TP, "65536", err,
+					       sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(
 	    err,
 	    "invalid --isle-tp '65536': expected an integer from 1 to 1024");
-	assert_int_equal(
-	    isle__spank_env_parse(&back, ISLE_OPT_SPAN, "rack", err, sizeof(err)),
-	    -EINVAL);
+	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_SPAN, "rack",
+					       err, sizeof(err)),
+			 -EINVAL);
 }
 
 static void test_compress(void **state)

@@ -78,8 +78,14 @@ static int wait_until(int (*cond)(void *), void *arg)
 	return cond(arg);
 }
 
-static int c_files(void *arg) { return files() == *(int *)arg; }
-static int c_has(void *arg) { return has_file(*(uint32_t *)arg); }
+static int c_files(void *arg)
+{
+	return files() == *(int *)arg;
+}
+static int c_has(void *arg)
+{
+	return has_file(*(uint32_t *)arg);
+}
 
 static char *record(uint32_t id, const char *line)
 {
@@ -110,9 +116,8 @@ static void test_store(void **state)
 			const char *line = (pass & 1) ? "isle: planned tp=8"
 						      : "isle: waiting: x";
 
-			assert_int_equal(isle__store_put(id, line,
-							 record(id, line)),
-					 1);
+			assert_int_equal(
+			    isle__store_put(id, line, record(id, line)), 1);
 			assert_true(isle__store_same(id, line));
 			assert_int_equal(isle__store_put(id, line, "{}"), 0);
 		}
@@ -129,8 +134,8 @@ static void test_store(void **state)
 	assert_int_equal(files(), 0);
 
 	/* Job 5 starts: its decision is written once. */
-	assert_int_equal(isle__store_put(5, "isle: tp=8", record(5, "isle: tp=8")),
-			 1);
+	assert_int_equal(
+	    isle__store_put(5, "isle: tp=8", record(5, "isle: tp=8")), 1);
 	job_state[5] = ISLE_STORE_JOB_STARTED;
 	id = 5;
 	assert_true(wait_until(c_has, &id));

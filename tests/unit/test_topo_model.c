@@ -402,8 +402,8 @@ static void test_switch_cycles(void **state)
 	for (int i = 0; i < 24; i++) {
 		snprintf(name, sizeof(name), "%s%d", i < 12 ? "leaf" : "spine",
 			 i % 12);
-		sw[i] = isle_topo_add_switch(t, name, 0x100 + i,
-					     ISLE_SW_UNKNOWN);
+		sw[i] =
+		    isle_topo_add_switch(t, name, 0x100 + i, ISLE_SW_UNKNOWN);
 		assert_true(sw[i] >= 0);
 	}
 	for (int i = 0; i < 12; i++) {
@@ -413,8 +413,8 @@ static void test_switch_cycles(void **state)
 	}
 	for (a = 12; a < 24; a++)
 		for (b = 0; b < 12; b++)
-			assert_int_equal(isle_topo_link_switches(t, sw[a], sw[b]),
-					 0);
+			assert_int_equal(
+			    isle_topo_link_switches(t, sw[a], sw[b]), 0);
 	finalize_ok(t); /* 12 x 12 two-layer DAG */
 	/* and one more layer of the same mesh above: many paths, no cycle */
 	for (int i = 0; i < 12; i++) {
@@ -429,8 +429,8 @@ static void test_switch_cycles(void **state)
 	/* leafs listing the spines below them: every pair is a cycle */
 	for (a = 0; a < 12; a++)
 		for (b = 12; b < 24; b++)
-			assert_int_equal(isle_topo_link_switches(t, sw[a], sw[b]),
-					 0);
+			assert_int_equal(
+			    isle_topo_link_switches(t, sw[a], sw[b]), 0);
 	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cycle"));
 	assert_non_null(strstr(err, "leaf0 -> spine0 -> leaf0"));
