@@ -1,11 +1,13 @@
 #!/bin/bash
 # bench-records.sh PLUGIN_DIR [NJOBS] [WINDOW_S]: file operations of
 # topology/isle's decision records on the test cluster (8 nodes x 4 GPUs).
-#  A. Pending churn: all GPUs held by two jobs, 10 TP=8 jobs pending; for
+#  A. Pending churn: all GPUs held by two jobs (30 min limit), 10
+#     required-mode TP=8 jobs pending (main scheduler: "waiting", backfill:
+#     "planned"); for
 #     WINDOW_S seconds strace counts slurmctld's renames into
 #     StateSaveLocation/isle/ (one per record write), and the log counts
 #     backfill cycles (DebugFlags=Backfill, bf_interval=5).
-#  B. NJOBS one-GPU jobs (sbatch --array, --wrap true) with MinJobAge=2;
+#  B. NJOBS one-GPU jobs (separate sbatch --wrap true) with MinJobAge=2;
 #     after they all finished and Slurm purged them: files and bytes left in
 #     StateSaveLocation/isle/, and renames per job.
 # PLUGIN_DIR holds the topology_isle.so / spank_isle.so to measure (the
@@ -46,7 +48,7 @@ renames() { grep -c "rename(\"$rec/job_" "$1" || true; }
 # --- A. pending churn --------------------------------------------------------
 hold=()
 for _ in 1 2; do
-	hold+=("$(sbatch --parsable -N4 --gpus-per-node=4 -o /dev/null --wrap 'sleep 900')")
+	hold+=("$(sbatch --parsable -t 30 -N4 --gpus-per-node=4 -o /dev/null --wrap 'sleep 900')")
 done
 for j in "${hold[@]}"; do
 	for _ in $(seq 1 240); do
@@ -56,7 +58,7 @@ for j in "${hold[@]}"; do
 done
 pend=()
 for _ in $(seq 1 10); do
-	pend+=("$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap true)")
+	pend+=("$(sbatch --parsable -t 5 -N2 --gpus-per-node=4 --isle-tp=8 --isle-mode=required -o /dev/null --wrap true)")
 done
 sleep 5 # the submissions' own tests are not part of the window
 off=$(stat -c %s "$log")
@@ -76,7 +78,7 @@ start=$SECONDS
 strace -f -q -e trace=rename -o "$work/b.strace" -p "$pid" &
 spid=$!
 sleep 1
-sbatch --parsable --array=1-"$njobs" -N1 --gpus-per-node=1 -o /dev/null --wrap true >/dev/null
+seq 1 "$njobs" | xargs -P 4 -I{} sbatch --parsable -t 5 -N1 --gpus-per-node=1 -o /dev/null --wrap true >/dev/null
 for _ in $(seq 1 7200); do
 	[ -z "$(squeue -h -o %i)" ] && break
 	sleep 0.5

@@ -34,8 +34,8 @@
 #define LINE_SEP " | "
 #define PROBE_PERIOD_MS 1000
 
-/* The writer thread's view of Slurm: started (not pending any more) or gone
- * (purged after MinJobAge, or never accepted). */
+/* The writer thread's view of Slurm: started (has been given nodes) or
+ * gone (purged after MinJobAge, or never accepted). */
 static void _probe(const uint32_t *ids, int n, uint8_t *state, void *arg)
 {
 	slurmctld_lock_t job_read = {.job = READ_LOCK};
@@ -47,7 +47,10 @@ static void _probe(const uint32_t *ids, int n, uint8_t *state, void *arg)
 
 		if (!job_ptr)
 			state[i] = ISLE_STORE_JOB_GONE;
-		else if (IS_JOB_PENDING(job_ptr))
+		else if (IS_JOB_PENDING(job_ptr) || !job_ptr->nodes ||
+			 !job_ptr->nodes[0])
+			/* not started, or ended without starting (cancelled
+			 * while pending): nothing to save */
 			state[i] = ISLE_STORE_JOB_PENDING;
 		else
 			state[i] = ISLE_STORE_JOB_STARTED;
