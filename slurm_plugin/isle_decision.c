@@ -34,17 +34,36 @@
 #define LINE_SEP " | "
 #define PROBE_PERIOD_MS 1000
 
+/*
+ * The store key of a decision. A pending array's meta record is evaluated
+ * for its next task (the scheduler sets array_task_id first); when the task
+ * starts it is split off under a new job id, so the key names the task.
+ */
+static uint64_t _key(job_record_t *job_ptr)
+{
+	if (job_ptr->array_recs && job_ptr->array_task_id != NO_VAL)
+		return ((uint64_t)job_ptr->array_task_id + 1) << 32 |
+		       job_ptr->array_job_id;
+	return job_ptr->job_id;
+}
+
 /* The writer thread's view of Slurm: started (has been given nodes) or
  * gone (purged after MinJobAge, or never accepted). */
-static void _probe(const uint32_t *ids, int n, uint8_t *state, void *arg)
+static void _probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
+		   void *arg)
 {
 	slurmctld_lock_t job_read = {.job = READ_LOCK};
 
 	(void)arg;
 	lock_slurmctld(job_read);
 	for (int i = 0; i < n; i++) {
-		job_record_t *job_ptr = find_job_record(ids[i]);
+		job_record_t *job_ptr;
 
+		if (keys[i] > UINT32_MAX)
+			job_ptr = find_job_array_rec(
+			    (uint32_t)keys[i], (uint32_t)(keys[i] >> 32) - 1);
+		else
+			job_ptr = find_job_record((uint32_t)keys[i]);
 		if (!job_ptr)
 			state[i] = ISLE_STORE_JOB_GONE;
 		else if (IS_JOB_PENDING(job_ptr) || !job_ptr->nodes ||
@@ -52,8 +71,10 @@ static void _probe(const uint32_t *ids, int n, uint8_t *state, void *arg)
 			/* not started, or ended without starting (cancelled
 			 * while pending): nothing to save */
 			state[i] = ISLE_STORE_JOB_PENDING;
-		else
+		else {
 			state[i] = ISLE_STORE_JOB_STARTED;
+			ids[i] = job_ptr->job_id;
+		}
 	}
 	unlock_slurmctld(job_read);
 }
@@ -94,7 +115,7 @@ static void _store(job_record_t *job_ptr, const char *line, json_object *o,
 		   bool may_start)
 {
 	int rc = isle__store_put(
-	    job_ptr->job_id, line,
+	    _key(job_ptr), line,
 	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 
 	if (rc < 0)
@@ -367,7 +388,7 @@ void isle__decision_record(job_record_t *job_ptr,
 			      res->dp, nodes, islands, res->leafs,
 			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
-	if (!isle__store_same(job_ptr->job_id, line)) {
+	if (!isle__store_same(_key(job_ptr), line)) {
 		why = _why(t, res, cands, ncands);
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
 		o = _record_json(job_ptr, line, why);
@@ -399,7 +420,7 @@ void isle__decision_none(job_record_t *job_ptr,
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
-	if (!isle__store_same(job_ptr->job_id, line)) {
+	if (!isle__store_same(_key(job_ptr), line)) {
 		/* Options refused here are the user's mistake (or a job that
 		 * bypassed sbatch): say it once per job where admins look. */
 		if (!req)

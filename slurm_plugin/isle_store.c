@@ -34,7 +34,7 @@
 #include "isle_store.h"
 
 struct entry {
-	uint32_t job_id;
+	uint64_t key;		/* a job id, or a key the probe maps to one */
 	unsigned persisted : 1; /* the current decision is on disk */
 	unsigned on_disk : 1;	/* some record of this job is on disk */
 	char *line;
@@ -80,20 +80,21 @@ static void _log(int level, const char *fmt, ...)
 		st.log(level, buf);
 }
 
-static size_t _slot(uint32_t job_id, size_t nbuckets)
+static size_t _slot(uint64_t key, size_t nbuckets)
 {
 	/* Fibonacci hashing: consecutive ids spread over the table. */
-	return (size_t)((job_id * 2654435769u) >> 7) & (nbuckets - 1);
+	return (size_t)(((key ^ (key >> 32)) * 11400714819323198485ull) >> 40) &
+	       (nbuckets - 1);
 }
 
-static struct entry **_find(uint32_t job_id)
+static struct entry **_find(uint64_t key)
 {
 	struct entry **e;
 
 	if (!st.nbuckets)
 		return NULL;
-	for (e = &st.buckets[_slot(job_id, st.nbuckets)]; *e; e = &(*e)->next)
-		if ((*e)->job_id == job_id)
+	for (e = &st.buckets[_slot(key, st.nbuckets)]; *e; e = &(*e)->next)
+		if ((*e)->key == key)
 			return e;
 	return NULL;
 }
@@ -109,7 +110,7 @@ static int _grow(void)
 		struct entry *e = st.buckets[i], *next;
 
 		for (; e; e = next) {
-			size_t k = _slot(e->job_id, n);
+			size_t k = _slot(e->key, n);
 
 			next = e->next;
 			e->next = b[k];
@@ -122,10 +123,10 @@ static int _grow(void)
 	return 0;
 }
 
-/* The entry of job_id, created when missing. */
-static struct entry *_get(uint32_t job_id)
+/* The entry of key, created when missing. */
+static struct entry *_get(uint64_t key)
 {
-	struct entry **p = _find(job_id), *e;
+	struct entry **p = _find(key), *e;
 
 	if (p)
 		return *p;
@@ -134,9 +135,9 @@ static struct entry *_get(uint32_t job_id)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	e->job_id = job_id;
-	e->next = st.buckets[_slot(job_id, st.nbuckets)];
-	st.buckets[_slot(job_id, st.nbuckets)] = e;
+	e->key = key;
+	e->next = st.buckets[_slot(key, st.nbuckets)];
+	st.buckets[_slot(key, st.nbuckets)] = e;
 	st.count++;
 	return e;
 }
@@ -168,31 +169,31 @@ static int _queue(uint32_t job_id, char *record)
 	return 0;
 }
 
-bool isle__store_same(uint32_t job_id, const char *line)
+bool isle__store_same(uint64_t key, const char *line)
 {
 	struct entry **p;
 	bool same;
 
 	pthread_mutex_lock(&st.lock);
-	p = _find(job_id);
+	p = _find(key);
 	same = p && (*p)->line && line && !strcmp((*p)->line, line);
 	pthread_mutex_unlock(&st.lock);
 	return same;
 }
 
-int isle__store_put(uint32_t job_id, const char *line, const char *record)
+int isle__store_put(uint64_t key, const char *line, const char *record)
 {
 	char *l = line ? strdup(line) : NULL,
 	     *r = record ? strdup(record) : NULL;
 	struct entry *e;
 	int rc = 0;
 
-	if (!job_id || !l || !r) {
-		rc = job_id ? -ENOMEM : -EINVAL;
+	if (!key || !l || !r) {
+		rc = key ? -ENOMEM : -EINVAL;
 		goto out;
 	}
 	pthread_mutex_lock(&st.lock);
-	e = _get(job_id);
+	e = _get(key);
 	if (!e) {
 		pthread_mutex_unlock(&st.lock);
 		rc = -ENOMEM;
@@ -217,13 +218,13 @@ out:
 	return rc;
 }
 
-char *isle__store_get(uint32_t job_id)
+char *isle__store_get(uint64_t key)
 {
 	struct entry **p;
 	char *r = NULL;
 
 	pthread_mutex_lock(&st.lock);
-	p = _find(job_id);
+	p = _find(key);
 	if (p && (*p)->record)
 		r = strdup((*p)->record);
 	pthread_mutex_unlock(&st.lock);
@@ -235,22 +236,22 @@ static int _started_locked(struct entry *e)
 {
 	char *r;
 
-	if (e->persisted || !e->record)
-		return 0;
+	if (e->persisted || !e->record || e->key > UINT32_MAX)
+		return 0; /* only job ids name files */
 	r = strdup(e->record);
 	if (!r)
 		return -ENOMEM;
 	e->persisted = e->on_disk = 1;
-	return _queue(e->job_id, r);
+	return _queue((uint32_t)e->key, r);
 }
 
-int isle__store_started(uint32_t job_id)
+int isle__store_started(uint64_t key)
 {
 	struct entry **p;
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&st.lock);
-	p = _find(job_id);
+	p = _find(key);
 	if (p)
 		rc = _started_locked(*p);
 	pthread_mutex_unlock(&st.lock);
@@ -266,18 +267,18 @@ static int _purge_locked(struct entry **p)
 	*p = e->next;
 	st.count--;
 	if (e->on_disk)
-		rc = _queue(e->job_id, NULL);
+		rc = _queue((uint32_t)e->key, NULL);
 	_entry_free(e);
 	return rc;
 }
 
-int isle__store_purge(uint32_t job_id)
+int isle__store_purge(uint64_t key)
 {
 	struct entry **p;
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&st.lock);
-	p = _find(job_id);
+	p = _find(key);
 	if (p)
 		rc = _purge_locked(p);
 	pthread_mutex_unlock(&st.lock);
@@ -402,34 +403,54 @@ static void _drain(void)
  * exit, dropped while the probe runs (it takes Slurm's job lock). */
 static void _sweep(void)
 {
+	uint64_t *keys;
 	uint32_t *ids;
 	uint8_t *state;
 	size_t n = 0;
 
 	if (!st.probe || !st.count)
 		return;
-	ids = malloc(st.count * sizeof(*ids));
+	keys = malloc(st.count * sizeof(*keys));
+	ids = calloc(st.count, sizeof(*ids));
 	state = malloc(st.count);
-	if (!ids || !state)
+	if (!keys || !ids || !state)
 		goto out;
 	for (size_t b = 0; b < st.nbuckets; b++)
 		for (struct entry *e = st.buckets[b]; e; e = e->next)
-			ids[n++] = e->job_id;
+			keys[n++] = e->key;
 	pthread_mutex_unlock(&st.lock);
-	st.probe(ids, (int)n, state, st.probe_arg);
+	st.probe(keys, (int)n, state, ids, st.probe_arg);
 	pthread_mutex_lock(&st.lock);
 	for (size_t i = 0; i < n; i++) {
-		struct entry **p = _find(ids[i]);
+		struct entry **p = _find(keys[i]), *e;
 
 		if (!p)
 			continue;
-		if (state[i] == ISLE_STORE_JOB_GONE)
+		if (state[i] == ISLE_STORE_JOB_GONE) {
 			(void)_purge_locked(p);
-		else if (state[i] == ISLE_STORE_JOB_STARTED)
-			(void)_started_locked(*p);
+			continue;
+		}
+		if (state[i] != ISLE_STORE_JOB_STARTED)
+			continue;
+		e = *p;
+		if (ids[i] && ids[i] != e->key) {
+			/* The decision started a job under another id (a
+			 * task split off a pending array): file it there. */
+			struct entry **old = _find(ids[i]);
+
+			if (old)
+				(void)_purge_locked(old);
+			p = _find(keys[i]);
+			*p = e->next;
+			e->key = ids[i];
+			e->next = st.buckets[_slot(e->key, st.nbuckets)];
+			st.buckets[_slot(e->key, st.nbuckets)] = e;
+		}
+		(void)_started_locked(e);
 	}
 	st.stats.sweeps++;
 out:
+	free(keys);
 	free(ids);
 	free(state);
 }

@@ -25,10 +25,16 @@ enum {
 };
 enum { ISLE_STORE_LOG_ERROR = 0, ISLE_STORE_LOG_INFO, ISLE_STORE_LOG_DEBUG };
 
-/* Fills state[i] (ISLE_STORE_JOB_*) for ids[i]; runs in the writer thread
- * with no store lock held. */
-typedef void (*isle__store_probe_fn)(const uint32_t *ids, int n, uint8_t *state,
-				     void *arg);
+/*
+ * Records are keyed by a 64-bit key: the job id, or (for a decision made
+ * before the job has its final id, e.g. a task of a pending array) any key
+ * above UINT32_MAX that the probe can map to the job. The probe fills
+ * state[i] (ISLE_STORE_JOB_*) for keys[i] and, for a started job, ids[i]
+ * with its job id (the record moves there). It runs in the writer thread
+ * with no store lock held.
+ */
+typedef void (*isle__store_probe_fn)(const uint64_t *keys, int n,
+				     uint8_t *state, uint32_t *ids, void *arg);
 typedef void (*isle__store_log_fn)(int level, const char *msg);
 
 struct isle__store_stats {
@@ -53,21 +59,21 @@ void isle__store_fini(void);
 
 /* True if line is the job's current decision (the caller can skip building
  * a record). */
-bool isle__store_same(uint32_t job_id, const char *line);
+bool isle__store_same(uint64_t key, const char *line);
 
 /* Makes (line, record) the job's current decision: 1 if it replaced a
  * different one, 0 if line was already current (record ignored), -errno. */
-int isle__store_put(uint32_t job_id, const char *line, const char *record);
+int isle__store_put(uint64_t key, const char *line, const char *record);
 
 /* Copy of the job's current record (free()), or NULL. */
-char *isle__store_get(uint32_t job_id);
+char *isle__store_get(uint64_t key);
 
 /* The current decision started the job: queue it for writing (once per
  * decision). 0, -ENOENT (no record) or -ENOMEM. */
-int isle__store_started(uint32_t job_id);
+int isle__store_started(uint64_t key);
 
 /* Drops the job's record and queues the removal of its file. */
-int isle__store_purge(uint32_t job_id);
+int isle__store_purge(uint64_t key);
 
 /* Asks the writer to probe now (e.g. after a decision that may start a
  * job), instead of at the next period. */

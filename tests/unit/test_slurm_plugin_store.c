@@ -26,12 +26,17 @@
 static uint8_t job_state[NJOBS + 2];
 static char dir[] = "/tmp/isle-store-test.XXXXXX";
 
-static void probe(const uint32_t *ids, int n, uint8_t *state, void *arg)
+/* Array task keys (above UINT32_MAX) start as job id key >> 32. */
+static void probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
+		  void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < n; i++)
-		state[i] = ids[i] <= NJOBS + 1 ? job_state[ids[i]]
-					       : ISLE_STORE_JOB_GONE;
+	for (int i = 0; i < n; i++) {
+		uint64_t k = keys[i] > UINT32_MAX ? keys[i] >> 32 : keys[i];
+
+		state[i] = k <= NJOBS + 1 ? job_state[k] : ISLE_STORE_JOB_GONE;
+		ids[i] = (uint32_t)k;
+	}
 }
 
 static void quiet(int level, const char *msg)
@@ -144,6 +149,19 @@ static void test_store(void **state)
 	assert_true(wait_until(c_files, &want));
 	isle__store_get_stats(&s);
 	assert_int_equal(s.writes, 1);
+
+	/* A decision keyed by array task starts as job 7: filed as job 7. */
+	assert_int_equal(isle__store_put(7ull << 32 | 1, "isle: tp=2",
+					 record(7, "isle: tp=2")),
+			 1);
+	job_state[7] = ISLE_STORE_JOB_STARTED;
+	id = 7;
+	assert_true(wait_until(c_has, &id));
+	r = isle__store_get(7);
+	assert_non_null(r);
+	assert_non_null(strstr(r, "isle: tp=2"));
+	free(r);
+	assert_null(isle__store_get(7ull << 32 | 1));
 
 	/* Started directly through the API (another Slurm's start hook). */
 	assert_int_equal(isle__store_started(6), 0);
