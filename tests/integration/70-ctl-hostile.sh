@@ -11,9 +11,10 @@
 #     limits but against the admin's policy in plugstack.conf (max_tp=4,
 #     allowed_codecs=none,bf16) are refused the same way; a job within the
 #     policy is placed by isle, from libslurm and from sbatch.
-#  3. Decision records: the record of a started job is written
-#     (islectl explain works) and removed when Slurm purges the job
-#     (MinJobAge); the directory holds no record of the purged jobs.
+#  3. Decision records: the record of a started job (and of every task of
+#     a job array, under the task's own job id) is written (islectl explain
+#     works) and removed when Slurm purges the job (MinJobAge); the
+#     directory holds no record of the purged jobs.
 #  4. A cyclic switch graph (12 leafs and 12 spines, each listing all of the
 #     other kind) once kept slurmctld from answering at load. islectl
 #     validate refuses it naming the cycle; on reconfigure the controller
@@ -129,13 +130,22 @@ scontrol show job "$j" | grep -q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
 wait_for 60 test -f "$recdir/job_$j.json" || fail "no record of started job $j"
 "$repo/build/bin/islectl" explain --state-dir "$ISLE_CLUSTER_DIR/state" "$j" |
 	grep -q "^Job $j: isle: tp=4" || fail "islectl explain $j"
+# Array tasks are evaluated under the pending array's record and get their
+# own job id when they start: each task's record is filed under that id.
+a=$(sbatch --parsable --array=1-4 -N1 --gpus-per-node=2 --isle-tp=2 -o /dev/null --wrap true) ||
+	fail "sbatch --array"
+wait_for 120 bash -c "! squeue -h -r -j $a 2>/dev/null | grep -q ." || fail "array $a did not finish"
+tasks=$(scontrol -o show job "$a" | grep -o '^JobId=[0-9]*' | cut -d= -f2)
+[ "$(echo "$tasks" | wc -w)" = 4 ] || fail "array $a: tasks '$tasks'"
+for t in $tasks; do
+	wait_for 60 test -f "$recdir/job_$t.json" || fail "no record of array task job $t"
+	grep -q '"line":"isle: tp=2 ' "$recdir/job_$t.json" || fail "record of task job $t: $(cat "$recdir/job_$t.json")"
+done
 # MinJobAge=5: Slurm purges finished jobs on its next purge pass (about a
 # minute), and the writer drops their records.
-wait_for 240 bash -c "! scontrol show job $j >/dev/null 2>&1" || fail "job $j never purged"
-wait_for 60 test ! -e "$recdir/job_$j.json" || fail "record of purged job $j not removed"
-ls "$recdir"
-left=$(find "$recdir" -name 'job_*.json' | wc -l)
-[ "$left" -eq 0 ] || fail "$left records left after every job was purged"
+wait_for 300 bash -c "! scontrol show job 2>/dev/null | grep -q JobId=" || fail "jobs never purged"
+no_records() { [ -z "$(find "$recdir" -name 'job_*.json')" ]; }
+wait_for 60 no_records || fail "records left after every job was purged: $(ls "$recdir")"
 
 # --- 4. a cyclic switch graph ------------------------------------------------
 python3 - "$work/isle.json" "$work/cyclic.json" <<'EOF'
