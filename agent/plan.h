@@ -162,17 +162,19 @@ int isle__rundir_check_id(const char *id, char *err, size_t errlen);
 /*
  * Creates <root>/<id>/ afresh (an old one is removed first) holding the
  * given files, each created with O_EXCL|O_NOFOLLOW. Files end up 0640 and
- * the directory 0750, all owned by uid with group root, so only the job's
- * user (and root) can read them. The directory is handed to uid only once
- * complete. On failure nothing is left behind.
+ * the directory 0750, owned by the caller (root) with group gid (the job's
+ * group; (gid_t)-1 keeps the caller's): the job's user can read the plan
+ * but write nothing, so nothing of theirs outlives the job. The group gets
+ * the directory only once complete. On failure nothing is left behind.
  */
-int isle__rundir_write(int rootfd, const char *id, uid_t uid,
+int isle__rundir_write(int rootfd, const char *id, gid_t gid,
 		       const struct isle__rundir_file *files, int nfiles,
 		       char *err, size_t errlen);
 
 /*
- * Removes <root>/<id>/ and everything below it without following symlinks.
- * A missing directory is not an error.
+ * Removes <root>/<id>/ and everything below it, however deep, without
+ * following symlinks or crossing mounts. A missing directory is not an
+ * error.
  */
 int isle__rundir_remove(int rootfd, const char *id, char *err, size_t errlen);
 

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ static const char usage_text[] =
     "usage: isle-agent plan write --job ID --nodes HOSTLIST\n"
     "                  --gpus-per-node IDX --cluster FILE --rundir DIR\n"
     "                  [--node-gpus NODE=IDX]... [--node NAME] [--uid UID]\n"
+    "                  [--gid GID]\n"
     "                  [--compress CODEC] [--policy TIER=CODEC,...]\n"
     "       isle-agent plan show  (same options but --rundir, --uid):\n"
     "                  print plan.json, nccl.env and the NCCL XML\n"
@@ -42,7 +44,10 @@ static const char usage_text[] =
     "                      $SLURMD_NODENAME, else the first node)\n"
     "  --cluster FILE      cluster file (islectl build)\n"
     "  --rundir DIR        root of the run directories, e.g. /run/isle\n"
-    "  --uid UID           owner of the files (the job's user)\n"
+    "  --uid UID           the job's user (its primary group reads the\n"
+    "                      files unless --gid is given)\n"
+    "  --gid GID           group that reads the files (the job's group);\n"
+    "                      they stay owned by root, 0640 in a 0750 dir\n"
     "  --compress CODEC    the user's --isle-compress (network levels)\n"
     "  --policy P          admin codec per tier, e.g.\n"
     "                      island=none,leaf=bf16,spine=int8,core=int8\n";
@@ -52,6 +57,7 @@ struct plan_args {
 	const char *job, *nodes, *gpus, *node, *cluster, *rundir;
 	const char *compress, *policy;
 	uid_t uid;
+	gid_t gid;
 	int noverride;
 	const char *override_node[MAX_OVERRIDES];
 	uint64_t override_gpus[MAX_OVERRIDES];
@@ -77,6 +83,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"cluster", required_argument, NULL, 'c'},
 	    {"rundir", required_argument, NULL, 'r'},
 	    {"uid", required_argument, NULL, 'u'},
+	    {"gid", required_argument, NULL, 'U'},
 	    {"compress", required_argument, NULL, 'C'},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"help", no_argument, NULL, 'h'},
@@ -94,6 +101,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return -1;
 	}
 	a->uid = getuid();
+	a->gid = (gid_t)-1;
 	a->node = getenv("SLURMD_NODENAME");
 	optind = 2;
 	opterr = 1;
@@ -147,6 +155,16 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			if (errno || *end || end == optarg || v > 0x7fffffffUL)
 				return usage("--uid wants a numeric uid");
 			a->uid = (uid_t)v;
+			break;
+		}
+		case 'U': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || v > 0x7fffffffUL)
+				return usage("--gid wants a numeric gid");
+			a->gid = (gid_t)v;
 			break;
 		}
 		case 'C':
@@ -271,6 +289,24 @@ static int cmd_show(const struct plan_args *a)
 	return EXIT_PLAN_OK;
 }
 
+/*
+ * The group that reads the run dir: --gid, else the --uid user's primary
+ * group when root hands it over, else the caller's own (tests).
+ */
+static gid_t reader_gid(const struct plan_args *a)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (a->gid != (gid_t)-1)
+		return a->gid;
+	if (geteuid() != 0 || a->uid == 0)
+		return (gid_t)-1;
+	if (getpwuid_r(a->uid, &pw, buf, sizeof(buf), &res) || !res)
+		return 0; /* unknown user: root's group, nobody else */
+	return res->pw_gid;
+}
+
 static int cmd_write(const struct plan_args *a)
 {
 	struct isle__rundir_file files[3];
@@ -302,8 +338,8 @@ static int cmd_write(const struct plan_args *a)
 		for (int i = 0; i < 3; i++)
 			files[i] = (struct isle__rundir_file){
 			    names[i], r.buf[i], r.len[i]};
-		rc = isle__rundir_write(rootfd, a->job, a->uid, files, 3, err,
-					sizeof(err));
+		rc = isle__rundir_write(rootfd, a->job, reader_gid(a), files, 3,
+					err, sizeof(err));
 		rendered_free(&r);
 	}
 	if (rc) {
@@ -315,8 +351,8 @@ static int cmd_write(const struct plan_args *a)
 		files[0] = (struct isle__rundir_file){
 		    ISLE_PLAN_ERROR_FILE, line,
 		    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1};
-		if (isle__rundir_write(rootfd, a->job, a->uid, files, 1, werr,
-				       sizeof(werr)))
+		if (isle__rundir_write(rootfd, a->job, reader_gid(a), files, 1,
+				       werr, sizeof(werr)))
 			fprintf(stderr, "isle-agent plan: %s\n", werr);
 	}
 	free(xml_path);

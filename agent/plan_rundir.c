@@ -1,15 +1,19 @@
 /*
  * plan_rundir.c - the job's run directory, created and removed as root.
  *
- * The job's user owns <root>/<id>/ once it is complete, so nothing here may
- * trust what it finds there: every open is relative to a directory fd and
- * uses O_NOFOLLOW, files are created with O_EXCL, and removal never follows
- * a symlink or leaves the tree it started in. The root itself must be a
- * real directory that only we can write.
+ * <root>/<id>/ and its files stay owned by root; the job's user reads them
+ * through the group (the job's gid) and can write nothing there. Still,
+ * nothing here trusts what it finds: a directory may be left from an older
+ * version that handed it to the user. Every open is relative to a directory
+ * fd and uses O_NOFOLLOW, files are created with O_EXCL, and removal walks
+ * iteratively (no depth limit, no descriptor per level), never follows a
+ * symlink, never crosses a mount and never leaves the tree it started in.
+ * The root itself must be a real directory that only we can write.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,8 +22,6 @@
 
 #define DIR_MODE 0750
 #define FILE_MODE 0640
-/* A user who owns the job directory can nest directories in it. */
-#define MAX_DEPTH 16
 
 static int mkdir_parents(const char *path)
 {
@@ -109,44 +111,148 @@ bad:
 	return -EINVAL;
 }
 
-/* Empties the directory dfd (consumed), depth levels deep at most. */
-static int empty_dir(int dfd, int depth)
-{
-	DIR *d = fdopendir(dfd);
-	struct dirent *e;
-	int rc = 0;
+/* Where the walk is: one (dev, ino) per directory from the top down. */
+struct walk {
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} * v;
+	size_t n, cap;
+};
 
+static int walk_push(struct walk *w, const struct stat *st)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		void *p = realloc(w->v, cap * sizeof(*w->v));
+
+		if (!p)
+			return -ENOMEM;
+		w->v = p;
+		w->cap = cap;
+	}
+	w->v[w->n].dev = st->st_dev;
+	w->v[w->n].ino = st->st_ino;
+	w->n++;
+	return 0;
+}
+
+/*
+ * Removes the entries of dfd it can remove at once (files, links, empty
+ * directories) and returns 1 with *sub open on the first non-empty
+ * subdirectory, 0 when dfd is empty, or a negative errno: the first entry
+ * that cannot go ends the walk (re-entering it would loop).
+ */
+static int next_subdir(int dfd, dev_t dev, int *sub)
+{
+	int fd = dup(dfd), rc = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
 	if (!d) {
 		rc = -errno;
-		close(dfd);
+		close(fd);
 		return rc;
 	}
+	rewinddir(d); /* the dup shares the offset of earlier scans */
 	while ((e = readdir(d))) {
-		int sub;
+		struct stat st;
+		int s;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (!unlinkat(dirfd(d), e->d_name, 0))
+		if (!unlinkat(dfd, e->d_name, 0))
 			continue;
+		/* a directory: EISDIR (Linux) or EPERM (POSIX) */
 		if (errno != EISDIR && errno != EPERM) {
-			rc = rc ?: -errno;
-			continue;
+			rc = -errno;
+			break;
 		}
-		if (depth >= MAX_DEPTH) {
-			rc = rc ?: -ELOOP;
+		if (!unlinkat(dfd, e->d_name, AT_REMOVEDIR))
 			continue;
+		if (errno != ENOTEMPTY && errno != EEXIST) {
+			rc = -errno;
+			break;
 		}
-		sub = openat(dirfd(d), e->d_name,
-			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0) {
-			rc = rc ?: -errno;
-			continue;
+		s = openat(dfd, e->d_name,
+			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (s < 0) {
+			rc = -errno;
+			break;
 		}
-		rc = empty_dir(sub, depth + 1) ?: rc;
-		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR))
-			rc = rc ?: -errno;
+		if (fstat(s, &st) || st.st_dev != dev) {
+			/* a mount point inside: not ours to empty */
+			rc = -EXDEV;
+			close(s);
+			break;
+		}
+		*sub = s;
+		rc = 1;
+		break;
 	}
 	closedir(d);
+	return rc;
+}
+
+/*
+ * Empties the directory dfd (consumed). Goes down one directory at a time
+ * and back up through "..", checked against the (dev, ino) it came from,
+ * so the depth is bounded by memory only and one descriptor is open.
+ */
+static int empty_dir(int dfd)
+{
+	struct walk w = {0};
+	struct stat st;
+	int rc = 0, sub = -1;
+
+	if (fstat(dfd, &st)) {
+		rc = -errno;
+		goto out;
+	}
+	if ((rc = walk_push(&w, &st)))
+		goto out;
+	for (;;) {
+		int r = next_subdir(dfd, w.v[0].dev, &sub);
+
+		if (r < 0) {
+			rc = r;
+			goto out;
+		}
+		if (r == 1) {
+			close(dfd);
+			dfd = sub;
+			if (fstat(dfd, &st)) {
+				rc = -errno;
+				goto out;
+			}
+			if ((rc = walk_push(&w, &st)))
+				goto out;
+			continue;
+		}
+		/* dfd is empty now; its parent removes it on the next scan */
+		if (w.n == 1)
+			break;
+		sub = openat(dfd, "..",
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0) {
+			rc = -errno;
+			goto out;
+		}
+		close(dfd);
+		dfd = sub;
+		w.n--;
+		if (fstat(dfd, &st) || st.st_dev != w.v[w.n - 1].dev ||
+		    st.st_ino != w.v[w.n - 1].ino) {
+			rc = -ESTALE; /* moved under us: stop, touch nothing */
+			goto out;
+		}
+	}
+out:
+	free(w.v);
+	close(dfd);
 	return rc;
 }
 
@@ -169,7 +275,7 @@ int isle__rundir_remove(int rootfd, const char *id, char *err, size_t errlen)
 		rc = -errno;
 		goto fail;
 	}
-	rc = empty_dir(dfd, 0);
+	rc = empty_dir(dfd);
 	if (!rc && unlinkat(rootfd, id, AT_REMOVEDIR))
 		rc = -errno;
 	if (!rc)
@@ -178,13 +284,6 @@ fail:
 	isle__plan_errf(err, errlen, "cannot remove run dir of job %s: %s", id,
 			strerror(-rc));
 	return rc;
-}
-
-/* Group root, so that the job's user is the only other reader; a
- * non-root caller (tests) keeps its own group. */
-static gid_t owner_group(void)
-{
-	return geteuid() == 0 ? 0 : (gid_t)-1;
 }
 
 static int write_all(int fd, const char *data, size_t len)
@@ -203,7 +302,7 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
-static int write_file(int dfd, const struct isle__rundir_file *f, uid_t uid)
+static int write_file(int dfd, const struct isle__rundir_file *f, gid_t gid)
 {
 	int fd, rc;
 
@@ -212,7 +311,7 @@ static int write_file(int dfd, const struct isle__rundir_file *f, uid_t uid)
 	if (fd < 0)
 		return -errno;
 	rc = write_all(fd, f->data, f->len);
-	if (!rc && fchown(fd, uid, owner_group()))
+	if (!rc && gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid))
 		rc = -errno;
 	if (!rc && fchmod(fd, FILE_MODE))
 		rc = -errno;
@@ -221,7 +320,7 @@ static int write_file(int dfd, const struct isle__rundir_file *f, uid_t uid)
 	return rc;
 }
 
-int isle__rundir_write(int rootfd, const char *id, uid_t uid,
+int isle__rundir_write(int rootfd, const char *id, gid_t gid,
 		       const struct isle__rundir_file *files, int nfiles,
 		       char *err, size_t errlen)
 {
@@ -246,15 +345,16 @@ int isle__rundir_write(int rootfd, const char *id, uid_t uid,
 		goto fail;
 	}
 	for (int i = 0; i < nfiles; i++) {
-		rc = write_file(dfd, &files[i], uid);
+		rc = write_file(dfd, &files[i], gid);
 		if (rc) {
 			what = files[i].name;
 			goto fail;
 		}
 	}
-	/* Hand the directory over only now that it is complete. */
+	/* Readable by the job's group only now that it is complete. */
 	what = "chown";
-	if (fchown(dfd, uid, owner_group()) || fchmod(dfd, DIR_MODE)) {
+	if ((gid != (gid_t)-1 && fchown(dfd, (uid_t)-1, gid)) ||
+	    fchmod(dfd, DIR_MODE)) {
 		rc = -errno;
 		goto fail;
 	}

@@ -150,9 +150,11 @@ double isle_codec_error_bound(const struct isle_codec *c)
 	case ISLE_CODEC_BF16:
 		return 0x1p-8; /* 8-bit significand */
 	case ISLE_CODEC_INT8:
-		/* Half a step of 127 steps, plus fp32 rounding of x * 127/max.
+		/*
+		 * Half a step of 126 steps (blocks with a non-finite value;
+		 * others use 127), plus fp32 rounding of x * steps/max.
 		 */
-		return 0.5 / 127.0 * (1.0 + 1e-5);
+		return 0.5 / 126.0 * (1.0 + 1e-5);
 	default:
 		return -1;
 	}

@@ -33,7 +33,10 @@ static inline float u2f(uint32_t u)
 	return f;
 }
 
-/* fp32 -> fp16, round to nearest even; finite overflow saturates. */
+/*
+ * fp32 -> fp16, round to nearest even; finite overflow saturates, but an
+ * infinity stays infinite: mixed precision's overflow check must see it.
+ */
 static uint16_t f32_to_f16(float f)
 {
 	uint32_t x = f2u(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
@@ -41,7 +44,9 @@ static uint16_t f32_to_f16(float f)
 
 	if (ax > 0x7f800000) /* NaN stays NaN (quiet) */
 		return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
-	if (ax > 0x477fe000) /* > 65504, including inf: saturate */
+	if (ax == 0x7f800000)
+		return (uint16_t)(sign | 0x7c00);
+	if (ax > 0x477fe000) /* finite > 65504: saturate */
 		return (uint16_t)(sign | 0x7bff);
 	if (ax < 0x38800000) { /* below 2^-14: subnormal half or zero */
 		uint32_t m, half;
@@ -113,7 +118,59 @@ static inline size_t nblocks(const struct isle_codec *c, size_t n)
 	return (n + c->block - 1) / c->block;
 }
 
-/* q = rne(x * 127 / max), clamped; scale = max / 127; NaN max: NaN scale. */
+/*
+ * A block holding NaN or an infinity: its finite values use 126 steps of
+ * m / 126 (m = max finite |x|), the stored scale is negated to mark the
+ * block, and the three free codes carry the non-finite values exactly.
+ */
+static void int8_block_special(const float *x, size_t n, float *scale,
+			       int8_t *q)
+{
+	float m = 0, inv;
+
+	for (size_t i = 0; i < n; i++) {
+		float a = fabsf(x[i]);
+
+		if (a <= FLT_MAX && a > m)
+			m = a;
+	}
+	inv = m == 0 ? 0.0f : ISLE_INT8_SPECIAL_STEPS / m;
+	*scale = -(m / ISLE_INT8_SPECIAL_STEPS);
+	for (size_t i = 0; i < n; i++) {
+		float v;
+
+		if (isnan(x[i])) {
+			q[i] = ISLE_INT8_Q_NAN;
+			continue;
+		}
+		if (isinf(x[i])) {
+			q[i] = x[i] > 0 ? ISLE_INT8_Q_PINF : ISLE_INT8_Q_NINF;
+			continue;
+		}
+		v = nearbyintf(x[i] * inv);
+		v = v > ISLE_INT8_SPECIAL_STEPS	   ? ISLE_INT8_SPECIAL_STEPS
+		    : v < -ISLE_INT8_SPECIAL_STEPS ? -ISLE_INT8_SPECIAL_STEPS
+						   : v;
+		q[i] = (int8_t)v;
+	}
+}
+
+/* One value of a block marked by a negative scale (int8_block_special). */
+static inline float int8_special_value(int8_t q, float scale)
+{
+	switch (q) {
+	case ISLE_INT8_Q_NAN:
+		return NAN;
+	case ISLE_INT8_Q_PINF:
+		return INFINITY;
+	case ISLE_INT8_Q_NINF:
+		return -INFINITY;
+	default:
+		return (float)q * -scale;
+	}
+}
+
+/* q = rne(x * 127 / max), clamped; scale = max / 127. */
 static void int8_block_scalar(const float *x, size_t n, float *scale, int8_t *q)
 {
 	float m = 0, inv;
@@ -125,8 +182,12 @@ static void int8_block_scalar(const float *x, size_t n, float *scale, int8_t *q)
 		bad |= !(a <= FLT_MAX);
 		m = a > m ? a : m;
 	}
-	if (bad || m == 0) {
-		*scale = bad ? NAN : 0.0f;
+	if (bad) {
+		int8_block_special(x, n, scale, q);
+		return;
+	}
+	if (m == 0) {
+		*scale = 0.0f;
 		memset(q, 0, n);
 		return;
 	}
@@ -142,7 +203,18 @@ static void int8_block_scalar(const float *x, size_t n, float *scale, int8_t *q)
 
 /* ------------------------------------------------------------ top-k */
 
-/* k-th largest (0-based) of a[0..n), reordering a. */
+/*
+ * Selection key of a value: |x|, with NaN ranked like an infinity so that
+ * non-finite values are always selected (and NaN never meets a comparison).
+ */
+static inline float mag(float x)
+{
+	float a = fabsf(x);
+
+	return a != a ? INFINITY : a;
+}
+
+/* k-th largest (0-based) of a[0..n), reordering a; k < n, no NaN. */
 static float kth_largest(float *a, size_t n, size_t k)
 {
 	size_t lo = 0, hi = n - 1;
@@ -200,7 +272,7 @@ static void *scratch(int slot, size_t bytes)
 }
 
 /*
- * Indices (ascending) of |v| >= t, at most cap (returns the full count).
+ * Indices (ascending) of mag(v) >= t, at most cap (returns the full count).
  * With add, first v[i] += add[i]: error feedback folded into the same pass.
  */
 typedef size_t (*scan_fn)(float *v, const float *add, size_t n, float t,
@@ -214,13 +286,46 @@ static size_t scan_ge_scalar(float *v, const float *add, size_t n, float t,
 	for (size_t i = 0; i < n; i++) {
 		if (add)
 			v[i] += add[i];
-		if (fabsf(v[i]) >= t) {
+		if (!(fabsf(v[i]) < t)) { /* NaN passes */
 			if (c < cap)
 				idx[c] = (uint32_t)i;
 			c++;
 		}
 	}
 	return c;
+}
+
+/*
+ * At least k non-finite values: the chunk is marked (ISLE_TOPK_NONFINITE)
+ * and decodes as NaN outside the k listed entries, which are the
+ * infinities first, then NaNs, each in index order. Sums stay non-finite
+ * wherever plain MPI would give a non-finite value; NaN stays exact.
+ */
+static void topk_encode_nonfinite(const float *v, size_t n, size_t k,
+				  uint32_t *hdr)
+{
+	uint32_t *idx = hdr + 2;
+	float *vals;
+	size_t ninf = 0, inf_q, nan_q, out = 0;
+
+	for (size_t i = 0; i < n; i++)
+		ninf += isinf(v[i]) != 0;
+	inf_q = ninf < k ? ninf : k;
+	nan_q = k - inf_q;
+	for (size_t i = 0; i < n && out < k; i++) {
+		if (isinf(v[i]) && inf_q) {
+			inf_q--;
+		} else if (isnan(v[i]) && nan_q) {
+			nan_q--;
+		} else {
+			continue;
+		}
+		idx[out++] = (uint32_t)i;
+	}
+	vals = (float *)(idx + out);
+	for (size_t i = 0; i < out; i++)
+		vals[i] = v[idx[i]];
+	hdr[0] = (uint32_t)out | ISLE_TOPK_NONFINITE;
 }
 
 /*
@@ -253,8 +358,8 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 		size_t stride = n / ns, r = (size_t)((double)k * 1.3 * ns / n);
 
 		for (size_t i = 0; i < ns; i++)
-			abs[i] = fabsf(v[i * stride] +
-				       (add ? add[i * stride] : 0.0f));
+			abs[i] =
+			    mag(v[i * stride] + (add ? add[i * stride] : 0.0f));
 		if (r < ns) {
 			t = kth_largest(abs, ns, r);
 			nc = scan(v, add, n, t, cand, cap);
@@ -270,23 +375,29 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 		if (!all)
 			return -ENOMEM;
 		for (size_t i = 0; i < n; i++)
-			all[i] = fabsf(v[i]);
+			all[i] = mag(v[i]);
 		t = kth_largest(all, n, k - 1);
 		free(all);
 		nc = scan(v, NULL, n, t, cand, cap);
 		if (nc > cap)
 			nc = cap; /* only ties beyond cap; k <= cap */
 	}
+	if (nc < k) /* cannot happen: mag() orders every value */
+		return -EIO;
 	for (size_t i = 0; i < nc; i++)
-		abs[i] = fabsf(v[cand[i]]);
+		abs[i] = mag(v[cand[i]]);
 	t = kth_largest(abs, nc, k - 1);
+	if (isinf(t)) {
+		topk_encode_nonfinite(v, n, k, hdr);
+		return 0;
+	}
 
 	/* Strictly above t, plus ties at t in index order up to k. */
 	ties = k;
 	for (size_t i = 0; i < nc; i++)
-		ties -= fabsf(v[cand[i]]) > t;
+		ties -= mag(v[cand[i]]) > t;
 	for (size_t i = 0; i < nc && out < k; i++) {
-		float a = fabsf(v[cand[i]]);
+		float a = mag(v[cand[i]]);
 
 		if (a > t || (a == t && ties && ties--))
 			idx[out++] = cand[i];
@@ -304,13 +415,13 @@ static int topk_check(const void *src, size_t n, const struct isle_codec *c,
 {
 	const uint32_t *hdr = src;
 
-	*cnt = hdr[0];
+	*cnt = hdr[0] & ~ISLE_TOPK_NONFINITE;
 	if (hdr[1] != n || *cnt > (n ? isle__topk_k(c, n) : 0))
 		return -EPROTO;
 	*idx = hdr + 2;
 	*vals = (const float *)(hdr + 2 + *cnt);
 	for (size_t i = 0; i < *cnt; i++)
-		if ((*idx)[i] >= n)
+		if ((*idx)[i] >= n || (i && (*idx)[i] <= (*idx)[i - 1]))
 			return -EPROTO;
 	return 0;
 }
@@ -325,6 +436,17 @@ static int topk_decode(const struct isle_codec *c, const void *src, size_t n,
 
 	if (rc)
 		return rc;
+	if (((const uint32_t *)src)[0] & ISLE_TOPK_NONFINITE) {
+		/* Unlisted entries are NaN (topk_encode_nonfinite). */
+		for (size_t i = 0, j = 0; i < n; i++) {
+			float v = NAN;
+
+			if (j < cnt && idx[j] == i)
+				v = vals[j++];
+			dst[i] = acc ? dst[i] + v : v;
+		}
+		return 0;
+	}
 	if (!acc)
 		memset(dst, 0, n * sizeof(*dst));
 	for (size_t i = 0; i < cnt; i++)
@@ -342,6 +464,8 @@ typedef int (*dec_fn)(const struct isle_codec *c, const void *src, size_t n,
 /*
  * residual := src + residual; encode it; residual -= decode(encoded).
  * For top-k the last step is "zero the kept entries" (exact, cheaper).
+ * Non-finite values went out as they are: their residual is 0, so one bad
+ * step does not poison the residual of every later step.
  */
 static int encode_ef(const struct isle_codec *c, const float *src, size_t n,
 		     void *dst, float *res, enc_fn enc, dec_fn acc,
@@ -353,7 +477,10 @@ static int encode_ef(const struct isle_codec *c, const float *src, size_t n,
 		const uint32_t *hdr = dst, *idx = hdr + 2;
 
 		rc = topk_encode(c, res, src, n, dst, scan);
-		for (size_t i = 0; !rc && i < hdr[0]; i++)
+		if (!rc && (hdr[0] & ISLE_TOPK_NONFINITE))
+			memset(res, 0, n * sizeof(*res));
+		for (size_t i = 0; !rc && i < (hdr[0] & ~ISLE_TOPK_NONFINITE);
+		     i++)
 			res[idx[i]] = 0;
 		return rc;
 	}
@@ -366,7 +493,7 @@ static int encode_ef(const struct isle_codec *c, const float *src, size_t n,
 		res[i] = -res[i];
 	rc = acc(c, dst, n, res, NULL);
 	for (size_t i = 0; i < n; i++)
-		res[i] = -res[i];
+		res[i] = isfinite(res[i]) ? -res[i] : 0.0f;
 	return rc;
 }
 
@@ -454,7 +581,9 @@ static int scalar_dec(const struct isle_codec *c, const void *src, size_t n,
 		const int8_t *q = (const int8_t *)(scales + nb);
 
 		for (size_t i = 0; i < n; i++) {
-			float v = (float)q[i] * scales[i / c->block];
+			float s = scales[i / c->block];
+			float v = signbit(s) ? int8_special_value(q[i], s)
+					     : (float)q[i] * s;
 
 			dst[i] = acc ? dst[i] + v : v;
 		}
@@ -499,13 +628,20 @@ AVX2 static void fp16_enc_avx2(const float *src, size_t n, uint16_t *h)
 {
 	const __m256 lo = _mm256_set1_ps(-FP16_MAX),
 		     hi = _mm256_set1_ps(FP16_MAX);
+
+	const __m256 inf = _mm256_set1_ps(INFINITY);
 	size_t i = 0;
 
-	/* max/min return the second operand on NaN: NaN passes through. */
+	/*
+	 * max/min return the second operand on NaN: NaN passes through.
+	 * Infinities are put back after the clamp.
+	 */
 	for (; i + 8 <= n; i += 8) {
-		__m256 x = _mm256_loadu_ps(src + i);
+		__m256 x0 = _mm256_loadu_ps(src + i), x;
 
-		x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+		x = _mm256_min_ps(hi, _mm256_max_ps(lo, x0));
+		x = _mm256_blendv_ps(
+		    x, x0, _mm256_cmp_ps(avx_abs(x0), inf, _CMP_EQ_OQ));
 		_mm_storeu_si128((__m128i *)(h + i),
 				 _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
 	}
@@ -605,8 +741,12 @@ AVX2 static void int8_block_avx2(const float *x, size_t n, float *scale,
 		bad |= !(a <= FLT_MAX);
 		m = a > m ? a : m;
 	}
-	if (bad || m == 0) {
-		*scale = bad ? NAN : 0.0f;
+	if (bad) {
+		int8_block_special(x, n, scale, q);
+		return;
+	}
+	if (m == 0) {
+		*scale = 0.0f;
 		memset(q, 0, n);
 		return;
 	}
@@ -650,6 +790,14 @@ AVX2 static void int8_dec_avx2(const struct isle_codec *c, const void *src,
 		size_t end = n - off < c->block ? n : off + c->block;
 		__m256 s = _mm256_set1_ps(scales[b]);
 
+		if (signbit(scales[b])) { /* non-finite values: rare */
+			for (; i < end; i++) {
+				float v = int8_special_value(q[i], scales[b]);
+
+				dst[i] = acc ? dst[i] + v : v;
+			}
+			continue;
+		}
 		for (; i + 8 <= end; i += 8) {
 			__m256i w = _mm256_cvtepi8_epi32(
 			    _mm_loadl_epi64((const __m128i *)(q + i)));
@@ -681,8 +829,9 @@ AVX2 static size_t scan_ge_avx2(float *v, const float *add, size_t n, float t,
 			x = _mm256_add_ps(x, _mm256_loadu_ps(add + i));
 			_mm256_storeu_ps(v + i, x);
 		}
+		/* not less than: NaN passes, as in the scalar scan */
 		m = (unsigned)_mm256_movemask_ps(
-		    _mm256_cmp_ps(avx_abs(x), vt, _CMP_GE_OQ));
+		    _mm256_cmp_ps(avx_abs(x), vt, _CMP_NLT_UQ));
 		while (m) {
 			unsigned j = (unsigned)__builtin_ctz(m);
 
@@ -695,7 +844,7 @@ AVX2 static size_t scan_ge_avx2(float *v, const float *add, size_t n, float t,
 	for (; i < n; i++) {
 		if (add)
 			v[i] += add[i];
-		if (fabsf(v[i]) >= t) {
+		if (!(fabsf(v[i]) < t)) { /* NaN passes */
 			if (c < cap)
 				idx[c] = (uint32_t)i;
 			c++;

@@ -71,6 +71,27 @@ __device__ __forceinline__ uint32_t mag_key(float v)
 	return __float_as_uint(v) & 0x7fffffffu;
 }
 
+/*
+ * Top-k selection key: |v|, then NaN, then infinities above every finite
+ * value (the CPU backend's order: infinities first, then NaN).
+ */
+__device__ __forceinline__ uint32_t topk_key(float v)
+{
+	uint32_t ax = __float_as_uint(v) & 0x7fffffffu;
+
+	return ax > 0x7f800000u ? 0x7f800000u
+	       : ax == 0x7f800000u ? 0x7f800001u
+				   : ax;
+}
+
+/* What error feedback keeps of v - decoded: nothing for non-finite values. */
+__device__ __forceinline__ float resid(float v, float dec)
+{
+	float r = __fsub_rn(v, dec);
+
+	return isfinite(r) ? r : 0.0f;
+}
+
 /* x + residual, the value error feedback encodes. */
 __device__ __forceinline__ float fed(const float *src, const float *res,
 				     size_t i)
@@ -90,7 +111,7 @@ __global__ void copy_enc(const float *src, float *res, float *dst, size_t n)
 
 /*
  * fp32 -> fp16 as the CPU backend does it: round to nearest even, finite
- * overflow and infinities saturate to +-65504, NaN keeps its top payload.
+ * overflow saturates to +-65504, infinities stay, NaN keeps its top payload.
  */
 __device__ __forceinline__ __half to_f16(float v)
 {
@@ -100,6 +121,9 @@ __device__ __forceinline__ __half to_f16(float v)
 		return __ushort_as_half((unsigned short)(((x >> 16) & 0x8000u) |
 							 0x7e00u |
 							 ((ax >> 13) & 0x3ffu)));
+	if (ax == 0x7f800000u)
+		return __ushort_as_half(
+			(unsigned short)(((x >> 16) & 0x8000u) | 0x7c00u));
 	return __float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f));
 }
 
@@ -125,7 +149,7 @@ __global__ void half_enc(const float *src, float *res, H *dst, size_t n)
 
 		dst[i] = h;
 		if (res)
-			res[i] = __fsub_rn(v, Back(h));
+			res[i] = resid(v, Back(h));
 	}
 	if ((n & 1) && blockIdx.x == 0 && threadIdx.x == 0)
 		((uint16_t *)dst)[n] = 0;
@@ -165,45 +189,61 @@ __global__ void half_dec(const H *src, float *dst, size_t n)
 
 /*
  * One thread block per codec block, as the CPU reference computes it:
- * m = max|v|, scale = m / 127, q = rne(v * (127 / m)) clamped to +-127;
- * a block holding inf or NaN gets a NaN scale and q = 0, an all-zero block
- * scale 0. The maximum is taken over the magnitude bits (an order-preserving
- * integer), so NaN is not lost the way fmaxf would lose it.
+ * m = max|v|, scale = m / 127, q = rne(v * (127 / m)) clamped to +-127, an
+ * all-zero block scale 0. A block holding inf or NaN uses m = max finite
+ * |v|, 126 steps, stores -scale and the codes 127 / -127 / -128 for +inf /
+ * -inf / NaN (isle_comm.h). The maxima are taken over the magnitude bits
+ * (an order-preserving integer), so NaN is not lost as fmaxf would lose it.
  */
 __global__ void int8_enc(const float *src, float *res, float *scales,
 			 int8_t *q, size_t n, uint32_t block)
 {
 	typedef cub::BlockReduce<uint32_t, kThreads> Reduce;
 	__shared__ typename Reduce::TempStorage tmp;
-	__shared__ uint32_t s_max;
+	__shared__ uint32_t s_max, s_fin;
 	size_t b = blockIdx.x, lo = b * block;
 	size_t hi = lo + block < n ? lo + block : n;
-	uint32_t m = 0;
+	uint32_t m = 0, mf = 0;
 
-	for (size_t i = lo + threadIdx.x; i < hi; i += kThreads)
-		m = max(m, mag_key(fed(src, res, i)));
+	for (size_t i = lo + threadIdx.x; i < hi; i += kThreads) {
+		uint32_t k = mag_key(fed(src, res, i));
+
+		m = max(m, k);
+		if (k < 0x7f800000u)
+			mf = max(mf, k);
+	}
 	m = Reduce(tmp).Reduce(m, cuda::maximum<uint32_t>());
-	if (threadIdx.x == 0)
-		s_max = m;
 	__syncthreads();
-	m = s_max;
+	mf = Reduce(tmp).Reduce(mf, cuda::maximum<uint32_t>());
+	if (threadIdx.x == 0) {
+		s_max = m;
+		s_fin = mf;
+	}
+	__syncthreads();
 
-	bool bad = m >= 0x7f800000u;
-	float mx = __uint_as_float(m);
-	float inv = bad || m == 0 ? 0.0f : __fdiv_rn(127.0f, mx);
-	float scale = bad ? __uint_as_float(0x7fc00000u)
-			  : __fdiv_rn(mx, 127.0f);
+	bool bad = s_max >= 0x7f800000u;
+	float steps = bad ? 126.0f : 127.0f;
+	float mx = __uint_as_float(bad ? s_fin : s_max);
+	float inv = mx == 0.0f ? 0.0f : __fdiv_rn(steps, mx);
+	float scale = __fdiv_rn(mx, steps);
 
 	if (threadIdx.x == 0)
-		scales[b] = scale;
+		scales[b] = bad ? -scale : scale;
 	for (size_t i = lo + threadIdx.x; i < hi; i += kThreads) {
 		float v = fed(src, res, i);
-		float r = fminf(fmaxf(rintf(__fmul_rn(v, inv)), -127.0f),
-				127.0f);
+		float r = fminf(fmaxf(rintf(__fmul_rn(v, inv)), -steps), steps);
+		float d = __fmul_rn(r, scale);
 
+		if (isnan(v)) {
+			r = -128.0f;
+			d = v;
+		} else if (isinf(v)) {
+			r = v > 0 ? 127.0f : -127.0f;
+			d = v;
+		}
 		q[i] = (int8_t)r;
 		if (res)
-			res[i] = __fsub_rn(v, __fmul_rn(r, scale));
+			res[i] = resid(v, d);
 	}
 }
 
@@ -222,8 +262,16 @@ __global__ void int8_dec(const float *scales, const int8_t *q, float *dst,
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		float v = __fmul_rn((float)q[i], scales[i / block]);
+		float s = scales[i / block], v;
 
+		if (!signbit(s))
+			v = __fmul_rn((float)q[i], s);
+		else if (q[i] == -128) /* block with inf/NaN: see int8_enc */
+			v = __uint_as_float(0x7fc00000u);
+		else if (q[i] == 127 || q[i] == -127)
+			v = q[i] > 0 ? INFINITY : -INFINITY;
+		else
+			v = __fmul_rn((float)q[i], -s);
 		dst[i] = Acc ? __fadd_rn(dst[i], v) : v;
 	}
 }
@@ -268,7 +316,7 @@ __global__ void topk_hist(const float *v, size_t n, topk_state *st, int shift)
 	__syncthreads();
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		uint32_t key = mag_key(v[i]);
+		uint32_t key = topk_key(v[i]);
 
 		if ((key & mask) == prefix)
 			atomicAdd(&h[(key >> shift) & 0xffu], 1u);
@@ -312,7 +360,7 @@ __device__ __forceinline__ void tile_flags(const float *v, size_t n,
 {
 	for (int j = 0; j < kTileItems; j++) {
 		size_t i = base + (size_t)threadIdx.x * kTileItems + j;
-		uint32_t key = i < n ? mag_key(v[i]) : 0;
+		uint32_t key = i < n ? topk_key(v[i]) : 0;
 
 		gt[j] = i < n && key > t;
 		eq[j] = i < n && key == t;
@@ -376,9 +424,22 @@ __global__ void topk_scan(uint2 *tiles, uint32_t ntiles,
 		__syncthreads();
 	}
 	if (threadIdx.x == 0) {
-		hdr[0] = carry_out;
+		/* k-th largest non-finite: at least k of them (isle_comm.h) */
+		hdr[0] = carry_out | (st->prefix >= 0x7f800000u
+					  ? ISLE_TOPK_NONFINITE
+					  : 0u);
 		hdr[1] = n;
 	}
+}
+
+/* A chunk marked non-finite decodes as NaN everywhere: no residual kept. */
+__global__ void topk_clear(float *v, size_t n, const uint32_t *hdr)
+{
+	if (!(hdr[0] & ISLE_TOPK_NONFINITE))
+		return;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		v[i] = 0.0f;
 }
 
 /*
@@ -427,11 +488,42 @@ __global__ void topk_write(float *v, size_t n, const topk_state *st,
 	}
 }
 
+/*
+ * A chunk marked non-finite: every unlisted element decodes as NaN (dst =
+ * NaN or dst += NaN); the listed ones are left to topk_dec.
+ */
+template <bool Acc>
+__global__ void topk_fill(const uint32_t *hdr, float *dst, size_t n)
+{
+	uint32_t count = hdr[0] & ~ISLE_TOPK_NONFINITE;
+	const uint32_t *idx = hdr + 2;
+	float nan = __uint_as_float(0x7fc00000u);
+
+	if (!(hdr[0] & ISLE_TOPK_NONFINITE))
+		return;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		uint32_t lo = 0, hi = count; /* indices are ascending */
+
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (idx[mid] < i)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < count && idx[lo] == i)
+			continue;
+		dst[i] = Acc ? dst[i] + nan : nan;
+	}
+}
+
 /* dst[idx] = val or dst[idx] += val; the count comes from the header. */
 template <bool Acc>
 __global__ void topk_dec(const uint32_t *hdr, float *dst, size_t n)
 {
-	uint32_t count = hdr[0];
+	uint32_t count = hdr[0] & ~ISLE_TOPK_NONFINITE;
 	const uint32_t *idx = hdr + 2;
 	const float *val = (const float *)(idx + count);
 
@@ -490,6 +582,8 @@ int enc_topk(const struct isle_codec *c, const float *src, size_t n,
 	topk_write<<<(unsigned)ntiles, kThreads, 0, st>>>(
 		(float *)v, n, state, tiles, hdr + 2, (float *)(hdr + 2 + k),
 		residual != nullptr);
+	if (residual)
+		topk_clear<<<grid_for(n), kThreads, 0, st>>>(residual, n, hdr);
 	rc = launch_rc();
 	e = cudaFreeAsync(mem, st);
 	return rc ? rc : to_errno(e);
@@ -590,6 +684,9 @@ int cuda_decode_t(const struct isle_codec *c, const void *src, size_t n,
 			if (e != cudaSuccess)
 				return to_errno(e);
 		}
+		if (n)
+			topk_fill<Acc><<<g, kThreads, 0, st>>>(
+				(const uint32_t *)src, dst, n);
 		topk_dec<Acc><<<grid_for(isle__topk_k(c, n)), kThreads, 0,
 				st>>>((const uint32_t *)src, dst, n);
 		break;

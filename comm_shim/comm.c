@@ -14,6 +14,8 @@
 
 #define RESID_MAX 256 /* residual buffers kept per channel (LRU) */
 
+static int said_plans_differ; /* one line per process, not per comm */
+
 /* --------------------------------------------------- scratch, residuals */
 
 void *isle__scratch(struct isle__chan *ch, int slot, size_t bytes)
@@ -85,60 +87,76 @@ static int scope_val(const struct isle_plan_rank *r, isle_scope s)
 	}
 }
 
-/*
- * Groups at every level, computed identically on every rank from the plan:
- * level l groups the ranks still active that share the scope value and
- * their positions in all lower groups. color[l][i] is the lowest rank of
- * i's group (-1: not active), idx[l][i] its position in it.
- */
-struct groups {
-	int *color, *idx;
-	int nshards[ISLE_COMM_MAX_LEVELS], max_size[ISLE_COMM_MAX_LEVELS];
-};
-
-static int build_groups(const struct isle_comm *c, int p, struct groups *g)
+/* Rank i's group key at level l: scope value, positions below l. */
+static void group_key(const struct isle_comm *c, const struct isle__groups *g,
+		      int p, int l, int i, int *key)
 {
 	const struct isle_plan *pl = c->plan;
-	int nlev = pl->nlevels, *sz = NULL, *active = NULL;
 
+	key[0] = scope_val(&pl->ranks[c->plan_rank[i]], pl->levels[l].scope);
+	for (int m = 0; m < l; m++)
+		key[m + 1] = g->idx[m * p + i];
+}
+
+/*
+ * The first active rank with i's key at level l, through an open
+ * addressing table (slot: -1 empty): O(p) per level, not O(p^2).
+ */
+static int group_first(const struct isle_comm *c, const struct isle__groups *g,
+		       int p, int l, int i, int *slot, size_t cap)
+{
+	int key[ISLE_COMM_MAX_LEVELS], other[ISLE_COMM_MAX_LEVELS];
+	size_t h;
+
+	group_key(c, g, p, l, i, key);
+	h = (size_t)isle__fnv1a(1469598103934665603ull, key,
+				sizeof(int) * (size_t)(l + 1)) &
+	    (cap - 1);
+	for (;; h = (h + 1) & (cap - 1)) {
+		if (slot[h] < 0) {
+			slot[h] = i;
+			return i;
+		}
+		group_key(c, g, p, l, slot[h], other);
+		if (!memcmp(key, other, sizeof(int) * (size_t)(l + 1)))
+			return slot[h];
+	}
+}
+
+int isle__build_groups(const struct isle_comm *c, int p, struct isle__groups *g)
+{
+	const struct isle_plan *pl = c->plan;
+	int nlev = pl->nlevels, *sz = NULL, *active = NULL, *slot = NULL;
+	size_t cap = 16;
+
+	while (cap < 2 * (size_t)p)
+		cap *= 2;
 	g->color = malloc(sizeof(int) * (size_t)p * nlev);
 	g->idx = malloc(sizeof(int) * (size_t)p * nlev);
 	sz = malloc(sizeof(int) * (size_t)p);
 	active = malloc(sizeof(int) * (size_t)p);
-	if (!g->color || !g->idx || !sz || !active) {
+	slot = malloc(sizeof(int) * cap);
+	if (!g->color || !g->idx || !sz || !active || !slot) {
 		free(sz);
 		free(active);
+		free(slot);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < p; i++)
 		active[i] = 1;
 	for (int l = 0; l < nlev; l++) {
 		int *color = g->color + l * p, *idx = g->idx + l * p;
-		isle_scope s = pl->levels[l].scope;
 
-		for (int i = 0; i < p; i++) {
-			const struct isle_plan_rank *ri =
-			    &pl->ranks[c->plan_rank[i]];
-
+		for (int i = 0; i < p; i++)
 			sz[i] = 0;
+		memset(slot, 0xff, sizeof(int) * cap);
+		for (int i = 0; i < p; i++) {
 			color[i] = -1;
 			if (!active[i])
 				continue;
-			color[i] = i;
-			for (int j = 0; j < i; j++) {
-				const struct isle_plan_rank *rj =
-				    &pl->ranks[c->plan_rank[j]];
-				int same = active[j] &&
-					   scope_val(ri, s) == scope_val(rj, s);
+			int j = group_first(c, g, p, l, i, slot, cap);
 
-				for (int m = 0; same && m < l; m++)
-					same = g->idx[m * p + i] ==
-					       g->idx[m * p + j];
-				if (same) {
-					color[i] = color[j];
-					break;
-				}
-			}
+			color[i] = j == i ? i : color[j];
 			idx[i] = sz[color[i]]++;
 		}
 		g->nshards[l] = INT_MAX;
@@ -156,6 +174,7 @@ static int build_groups(const struct isle_comm *c, int p, struct groups *g)
 	}
 	free(sz);
 	free(active);
+	free(slot);
 	return 0;
 }
 
@@ -179,8 +198,8 @@ static void chan_free(struct isle__chan *ch)
 	ch->all = MPI_COMM_NULL;
 }
 
-static int chan_init(struct isle_comm *c, MPI_Comm comm, const struct groups *g,
-		     struct isle__chan *ch)
+static int chan_init(struct isle_comm *c, MPI_Comm comm,
+		     const struct isle__groups *g, struct isle__chan *ch)
 {
 	const struct isle_plan *pl = c->plan;
 	double bw = 1e30, lat = 0;
@@ -294,14 +313,67 @@ out:
 	return rc;
 }
 
+/*
+ * One collective, on every rank whatever its own load gave: do all ranks
+ * hold the same plan? Each contributes its plan hash h and ~h to one MIN
+ * reduction; all are equal exactly when min(h) == h and min(~h) == ~h, and
+ * then on every rank. Plans that differ (nodes that wrote their plans from
+ * different facts) would choose different algorithms and deadlock, so all
+ * ranks go to plain MPI together: the host-name plan (consistent, from an
+ * allgather) for the groups, and the passthrough algorithm for every call.
+ */
+static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
+			     char *err, size_t errlen)
+{
+	uint64_t mine[3], min[3];
+	int me = 0;
+
+	/* Runs on every rank, rc or not; a failed rank fails all later. */
+	mine[0] = rc ? 0 : isle_plan_hash(c->plan);
+	mine[1] = ~mine[0];
+	mine[2] = rc == 0;
+	if (PMPI_Allreduce(mine, min, 3, MPI_UINT64_T, MPI_MIN, comm) !=
+	    MPI_SUCCESS)
+		return rc ? rc
+			  : isle__comm_errf(err, errlen, -EIO,
+					    "isle_comm_create: plan check "
+					    "failed");
+	if (rc || !min[2])
+		return rc;
+	c->plans_differ = min[0] != mine[0] || min[1] != mine[1];
+	if (!c->plans_differ)
+		return 0;
+	/*
+	 * MPI_COMM_WORLD's context is built first and the plan is one file
+	 * per process, so world rank 0 has seen it: it says it, once.
+	 */
+	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+	if (me == 0 &&
+	    !__atomic_exchange_n(&said_plans_differ, 1, __ATOMIC_RELAXED))
+		fprintf(stderr,
+			"isle_comm: the ranks hold different plans (%s, hash "
+			"%016llx on rank 0): plain MPI on every rank\n",
+			c->cfg.plan_path[0] ? c->cfg.plan_path : "host names",
+			(unsigned long long)mine[0]);
+	isle_plan_destroy(c->plan);
+	c->plan = NULL;
+	c->cfg.plan_path[0] = '\0';
+	c->cfg.algo = ISLE_ALGO_PASSTHROUGH;
+	return load_plan(c, comm, p, err, errlen);
+}
+
 static void describe(struct isle_comm *c)
 {
 	const struct isle__chan *ch = &c->sync;
 	size_t o = 0;
 
 	o += (size_t)snprintf(c->desc, sizeof(c->desc),
-			      "%d ranks, plan %s, codecs %s:", ch->size,
-			      c->plan->source, c->ops->name);
+			      "%d ranks, plan %s%s, codecs %s:", ch->size,
+			      c->plan->source,
+			      c->plans_differ ? " (ranks' plans differ: plain "
+						"MPI)"
+					      : "",
+			      c->ops->name);
 	for (int l = 0; l < ch->nlev && o < sizeof(c->desc); l++) {
 		const struct isle__level *lv = &ch->lev[l];
 		char codec[48];
@@ -319,7 +391,7 @@ static void describe(struct isle_comm *c)
 int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 		     isle_comm **out, char *err, size_t errlen)
 {
-	struct groups g = {0};
+	struct isle__groups g = {0};
 	struct isle_comm *c;
 	char lerr[512] = "";
 	int p, rc, worst;
@@ -341,8 +413,9 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 		rc = isle_comm_config_from_env(&c->cfg, lerr, sizeof(lerr));
 	if (!rc)
 		rc = load_plan(c, comm, p, lerr, sizeof(lerr));
+	rc = check_plans_agree(c, comm, p, rc, lerr, sizeof(lerr));
 	if (!rc)
-		rc = build_groups(c, p, &g);
+		rc = isle__build_groups(c, p, &g);
 
 	/* Fail together: a rank that goes on alone would hang the others. */
 	if (PMPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, comm) !=

@@ -29,7 +29,19 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 	*len = base + (uq < rem ? 1 : 0);
 }
 
-/* Codec internals (codec_cpu.c). */
+/* FNV-1a over len bytes, continuing from h (plan.c). */
+uint64_t isle__fnv1a(uint64_t h, const void *data, size_t len);
+
+/* Codec internals (codec_cpu.c, codec_cuda.cu). */
+
+/* top-k header count flag: at least k non-finite values (see isle_comm.h). */
+#define ISLE_TOPK_NONFINITE 0x80000000u
+/* int8 block with non-finite values (negative scale): the codes. */
+#define ISLE_INT8_SPECIAL_STEPS 126.0f
+#define ISLE_INT8_Q_PINF 127
+#define ISLE_INT8_Q_NINF (-127)
+#define ISLE_INT8_Q_NAN (-128)
+
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
@@ -84,6 +96,7 @@ struct isle_comm {
 	int *plan_rank; /* communicator rank -> plan rank */
 	struct isle__chan sync, async;
 	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
+	int plans_differ; /* ranks loaded different plans: passthrough */
 	char desc[512];
 };
 
@@ -95,6 +108,20 @@ int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 double isle__now(void);
 
 /* comm.c */
+
+/*
+ * Groups at every level, computed identically on every rank from the plan:
+ * level l groups the ranks still active that share the scope value and
+ * their positions in all lower groups. color[l][i] is the lowest rank of
+ * i's group (-1: not active), idx[l][i] its position in it. Needs c->plan
+ * and c->plan_rank (p entries) only; the caller frees color and idx.
+ */
+struct isle__groups {
+	int *color, *idx;
+	int nshards[ISLE_COMM_MAX_LEVELS], max_size[ISLE_COMM_MAX_LEVELS];
+};
+int isle__build_groups(const struct isle_comm *c, int p,
+		       struct isle__groups *g);
 void *isle__scratch(struct isle__chan *ch, int slot, size_t bytes);
 float *isle__residual(struct isle__chan *ch, uint64_t key, int stage, size_t n);
 isle_algo isle__choose(const struct isle_comm *c, size_t count,

@@ -66,7 +66,8 @@ typedef enum isle_scope {
 /* Codec kinds. Numbering is ABI (CUDA backend, plan dumps). */
 typedef enum isle_codec_kind {
 	ISLE_CODEC_NONE = 0, /* fp32 (or fp64) as is: exact */
-	ISLE_CODEC_FP16,     /* IEEE half, nearest even; saturates at 65504 */
+	ISLE_CODEC_FP16,     /* IEEE half, nearest even; finite values
+				saturate at 65504, inf and NaN stay */
 	ISLE_CODEC_BF16,     /* bfloat16, round to nearest even */
 	ISLE_CODEC_INT8,     /* int8 with one fp32 scale per block */
 	ISLE_CODEC_TOPK,     /* k largest |x| as (index, value) pairs */
@@ -146,6 +147,12 @@ ISLE_COMM_API int isle_plan_from_hosts(const char *const *hosts, int nranks,
 /* Canonical JSON (the documented format, sorted as loaded); for the agent. */
 ISLE_COMM_API int isle_plan_write(const struct isle_plan *plan, FILE *f);
 
+/*
+ * 64-bit hash of everything a plan says (ranks and levels, not its file
+ * name): ranks holding different plans would pick different algorithms.
+ */
+ISLE_COMM_API uint64_t isle_plan_hash(const struct isle_plan *plan);
+
 /* Frees plan and everything it owns; NULL is a no-op. */
 ISLE_COMM_API void isle_plan_destroy(struct isle_plan *plan);
 
@@ -180,7 +187,7 @@ ISLE_COMM_API int isle_codec_summable(const struct isle_codec *c);
 /*
  * Worst-case error of one encode+decode, for tests and docs:
  *   fp16/bf16: relative error |y - x| <= bound * |x| (normal range),
- *   int8:      |y - x| <= bound * max|x| over x's block,
+ *   int8:      |y - x| <= bound * max|x| over the finite x of its block,
  *   none: 0; topk: not bounded (returns -1).
  */
 ISLE_COMM_API double isle_codec_error_bound(const struct isle_codec *c);
@@ -189,9 +196,17 @@ ISLE_COMM_API double isle_codec_error_bound(const struct isle_codec *c);
  * Wire formats (little endian, produced and read by every backend alike):
  *   none: n fp32.   fp16/bf16: n uint16.
  *   int8: ceil(n/block) fp32 scales, then n int8 (value = q * scale),
- *         padded with zeros to a multiple of 4 bytes.
+ *         padded with zeros to a multiple of 4 bytes. A block holding NaN
+ *         or inf has a negative scale (sign bit set, -0 included):
+ *         q = 127 is +inf, -127 is -inf, -128 is NaN, others q * -scale
+ *         with |q| <= 126 (scale = -(max finite |x|) / 126).
  *   topk: uint32 count, uint32 n, then count uint32 indices (ascending),
  *         then count fp32 values; count <= max(1, ceil(ratio * n)).
+ *         NaN and inf rank above every finite value (inf before NaN).
+ *         If at least k values are non-finite, bit 31 of count is set
+ *         and every unlisted element decodes as NaN.
+ *   Every codec returns NaN and +-inf as they went in; error feedback
+ *   keeps no residual for them.
  *
  * A backend: pointers are host memory for the CPU backend and device memory
  * for the CUDA one; stream is the backend's stream (cudaStream_t) or NULL.

@@ -59,6 +59,14 @@ $(B)/tests/comm_mpi_check: $(B)/comm_shim/comm_mpi_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(BINS_TESTS_COMM)
+
+# Plan load time for a large job (prints, asserts nothing):
+#   build/tests/bench_plan 65536
+$(B)/comm_shim/bench_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(B)/tests/bench_plan: $(B)/comm_shim/bench_plan.o $(B)/libisle_comm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(COMM_LDLIBS)
+all: $(B)/tests/bench_plan
 endif
 
 # GPU side, benchmark (owned by the GPU/bench engineer).

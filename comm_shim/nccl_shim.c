@@ -255,10 +255,13 @@ static uint64_t my_group_key(const struct hier *h)
 	return fnv1a(host);
 }
 
-/* Every rank's group key, through the real allgather (setup only). */
-static ncclResult_t gather_keys(struct hier *h, cudaStream_t st, uint64_t *keys)
+static int said_plans_differ; /* one line per process */
+
+/* Every rank's value of mine, through the real allgather (setup only). */
+static ncclResult_t gather_keys(struct hier *h, cudaStream_t st, uint64_t mine,
+				uint64_t *keys)
 {
-	uint64_t *d = NULL, mine = my_group_key(h);
+	uint64_t *d = NULL;
 	ncclResult_t ret = ncclSuccess;
 
 	TRY_CUDA(cudaMalloc((void **)&d, (size_t)h->nranks * sizeof(*d)));
@@ -341,7 +344,24 @@ static ncclResult_t hier_setup(struct hier *h, cudaStream_t st)
 		ret = ncclSystemError;
 		goto out;
 	}
-	TRY(gather_keys(h, st, keys));
+	/*
+	 * Ranks holding different plans would pick different algorithms and
+	 * hang: then all pass through to plain NCCL together, said once.
+	 */
+	TRY(gather_keys(h, st, cfg_plan ? isle_plan_hash(cfg_plan) : 0, keys));
+	for (int i = 1; i < h->nranks; i++)
+		if (keys[i] != keys[0]) {
+			if (h->rank == 0 &&
+			    !__atomic_exchange_n(&said_plans_differ, 1,
+						 __ATOMIC_RELAXED))
+				fprintf(stderr,
+					"isle_nccl: the ranks hold different "
+					"plans (%s): plain NCCL on every "
+					"rank\n",
+					cfg.plan_path);
+			goto out;
+		}
+	TRY(gather_keys(h, st, my_group_key(h), keys));
 
 	/* Dense group ids in order of first rank; every rank computes alike. */
 	for (int i = 0; i < h->nranks; i++) {

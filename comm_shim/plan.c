@@ -3,6 +3,7 @@
  * host names, write back in canonical form.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,30 +56,117 @@ void isle_plan_destroy(struct isle_plan *plan)
 	free(plan);
 }
 
-/* Dense ids: the index of the first rank that has the same name. */
-static void plan_intern(struct isle_plan *p)
+uint64_t isle__fnv1a(uint64_t h, const void *data, size_t len)
 {
+	const unsigned char *b = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	return isle__fnv1a(1469598103934665603ull, s, strlen(s));
+}
+
+/*
+ * Dense ids, numbered in order of first appearance, through one open
+ * addressing table per field: O(n) for n ranks (a 65,536-rank plan).
+ */
+static int intern_field(struct isle_plan *p, size_t off, size_t id_off)
+{
+	size_t cap = 16;
+	int *slot, next = 0;
+
+	while (cap < 2 * (size_t)p->nranks)
+		cap *= 2;
+	slot = malloc(cap * sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	memset(slot, 0xff, cap * sizeof(*slot)); /* -1: empty */
 	for (int i = 0; i < p->nranks; i++) {
 		struct isle_plan_rank *r = &p->ranks[i];
-		int nid = -1, iid = -1, lid = -1, nn = 0, ni = 0, nl = 0;
+		const char *name = *(char **)((char *)r + off);
+		size_t h = (size_t)str_hash(name) & (cap - 1);
+		int *id = (int *)((char *)r + id_off);
 
-		for (int k = 0; k < i; k++) {
-			const struct isle_plan_rank *o = &p->ranks[k];
+		for (;; h = (h + 1) & (cap - 1)) {
+			const struct isle_plan_rank *o;
 
-			if (nid < 0 && !strcmp(o->node, r->node))
-				nid = o->node_id;
-			if (iid < 0 && !strcmp(o->island, r->island))
-				iid = o->island_id;
-			if (lid < 0 && !strcmp(o->leaf, r->leaf))
-				lid = o->leaf_id;
-			nn = o->node_id >= nn ? o->node_id + 1 : nn;
-			ni = o->island_id >= ni ? o->island_id + 1 : ni;
-			nl = o->leaf_id >= nl ? o->leaf_id + 1 : nl;
+			if (slot[h] < 0) {
+				slot[h] = i;
+				*id = next++;
+				break;
+			}
+			o = &p->ranks[slot[h]];
+			if (!strcmp(*(char *const *)((const char *)o + off),
+				    name)) {
+				*id = *(const int *)((const char *)o + id_off);
+				break;
+			}
 		}
-		r->node_id = nid >= 0 ? nid : nn;
-		r->island_id = iid >= 0 ? iid : ni;
-		r->leaf_id = lid >= 0 ? lid : nl;
 	}
+	free(slot);
+	return 0;
+}
+
+static int plan_intern(struct isle_plan *p)
+{
+	int rc;
+
+	if ((rc = intern_field(p, offsetof(struct isle_plan_rank, node),
+			       offsetof(struct isle_plan_rank, node_id))) ||
+	    (rc = intern_field(p, offsetof(struct isle_plan_rank, island),
+			       offsetof(struct isle_plan_rank, island_id))) ||
+	    (rc = intern_field(p, offsetof(struct isle_plan_rank, leaf),
+			       offsetof(struct isle_plan_rank, leaf_id))))
+		return rc;
+	return 0;
+}
+
+/* Field by field, with a separator, so "ab"+"c" and "a"+"bc" differ. */
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	h = isle__fnv1a(h, s ? s : "", s ? strlen(s) + 1 : 0);
+	return isle__fnv1a(h, s ? "\x01" : "\x02", 1);
+}
+
+static uint64_t hash_num(uint64_t h, double v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.17g", v);
+	return hash_str(h, buf);
+}
+
+uint64_t isle_plan_hash(const struct isle_plan *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	char codec[64];
+
+	h = hash_num(h, p->nranks);
+	for (int i = 0; i < p->nranks; i++) {
+		const struct isle_plan_rank *r = &p->ranks[i];
+
+		h = hash_str(h, r->node);
+		h = hash_num(h, r->gpu);
+		h = hash_str(h, r->island);
+		h = hash_str(h, r->leaf);
+		h = hash_str(h, r->nic);
+	}
+	h = hash_num(h, p->nlevels);
+	for (int j = 0; j < p->nlevels; j++) {
+		const struct isle_plan_level *l = &p->levels[j];
+
+		isle_codec_format(&l->codec, codec, sizeof(codec));
+		h = hash_str(h, l->name);
+		h = hash_num(h, l->scope);
+		h = hash_num(h, l->bw_gbps);
+		h = hash_num(h, l->lat_us);
+		h = hash_str(h, codec);
+	}
+	return h;
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -299,8 +387,7 @@ static int parse_root(struct jctx *cx, json_object *root, struct isle_plan *p)
 				      (int)j, (int)n, &p->levels[j])))
 			return rc;
 	}
-	plan_intern(p);
-	return 0;
+	return plan_intern(p);
 }
 
 int isle_plan_parse(const char *json, size_t len, const char *name,
@@ -460,12 +547,15 @@ int isle_plan_from_hosts(const char *const *hosts, int nranks,
 		    !(r->island = strdup(hosts[i])) || !(r->leaf = strdup("")))
 			goto out;
 	}
-	plan_intern(p);
-	for (int i = 0; i < nranks; i++) {
+	if ((rc = plan_intern(p)))
+		goto out;
+	/* Ids count up from 0 in order of first appearance. */
+	for (int i = 0, seen = 0; i < nranks; i++) {
 		multi_node |= p->ranks[i].node_id != 0;
-		for (int k = 0; k < i; k++)
-			multi_rank_node |=
-			    p->ranks[k].node_id == p->ranks[i].node_id;
+		if (p->ranks[i].node_id < seen)
+			multi_rank_node = 1;
+		else
+			seen = p->ranks[i].node_id + 1;
 	}
 	if (multi_rank_node || !multi_node) {
 		rc = env_level(&p->levels[p->nlevels++], "node",

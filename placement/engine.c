@@ -899,7 +899,12 @@ static int better(const isle_place_ctx *c, const struct isle_place_result *a,
 	return a->frag < b->frag - 1e-12;
 }
 
-/* Logs a candidate for explain; chosen moves to the latest best. */
+/*
+ * Logs a candidate for explain; chosen moves to the latest best. A scope is
+ * filled more than once (two fill orders, several TP granularities, the
+ * relaxed pass of preferred mode); its tries share one entry, which keeps
+ * the best of them, so explain lists each scope once.
+ */
 static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 		   const struct isle_place_result *r, const char *note)
 {
@@ -908,12 +913,28 @@ static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 	    ISLE_TIER_ISLAND, ISLE_TIER_NODE,  ISLE_TIER_ISLAND,
 	    ISLE_TIER_LEAF,   ISLE_TIER_SPINE, ISLE_TIER_CORE};
 
-	if (!c->cands || c->ncands >= c->o.explain_max)
+	isle_tier tier = tier_of[c->v[scope_v].level];
+	int id = c->v[scope_v].id, i;
+
+	if (!c->cands)
 		return;
-	k = &c->cands[c->ncands++];
+	for (i = 0; i < c->ncands; i++)
+		if (c->cands[i].scope_tier == tier && c->cands[i].scope == id)
+			break;
+	k = &c->cands[i];
+	if (i < c->ncands) {
+		if (!best &&
+		    (!feasible ||
+		     (k->feasible && (k->chosen || k->cost <= r->cost.total))))
+			return;
+	} else if (c->ncands < c->o.explain_max) {
+		c->ncands++;
+	} else {
+		return;
+	}
 	memset(k, 0, sizeof(*k));
-	k->scope_tier = tier_of[c->v[scope_v].level];
-	k->scope = c->v[scope_v].id;
+	k->scope_tier = tier;
+	k->scope = id;
 	k->feasible = feasible;
 	if (feasible) {
 		k->cost = r->cost.total;
@@ -923,7 +944,7 @@ static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 		if (c->chosen >= 0)
 			c->cands[c->chosen].chosen = 0;
 		k->chosen = 1;
-		c->chosen = c->ncands - 1;
+		c->chosen = (int)(k - c->cands);
 	}
 	snprintf(k->note, sizeof(k->note), "%s", note);
 }

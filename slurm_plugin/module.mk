@@ -24,7 +24,7 @@ SLURM_TOPO_COMMON_OBJS := $(SLURM_TOPO_COMMON:%=$(B)/slurm_plugin/slurm_common/%
 
 # --- spank_isle ----------------------------------------------------------
 SPANK_ISLE_SRCS := spank_isle.c spank_opts.c spank_local.c spank_remote.c \
-		   spank_job.c
+		   spank_job.c spank_gres.c
 SPANK_ISLE_OBJS := $(SPANK_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 
 # --- islectl explain -----------------------------------------------------
@@ -62,7 +62,7 @@ SLURM_PLUGIN_TESTS := $(B)/tests/test_slurm_plugin_spank_opts
 UNIT_TESTS += $(SLURM_PLUGIN_TESTS)
 $(B)/tests/test_slurm_plugin_spank_opts: \
 		$(B)/tests/unit/test_slurm_plugin_spank_opts.o \
-		$(B)/slurm_plugin/spank_opts.o
+		$(B)/slurm_plugin/spank_opts.o $(B)/slurm_plugin/spank_gres.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
 $(B)/tests/unit/test_slurm_plugin_spank_opts.o: CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)

@@ -115,6 +115,14 @@ const char *isle__spank_opt_env(int opt);
 /* Command-line name of an option ("isle-tp"), NULL for bad ids. */
 const char *isle__spank_opt_name(int opt);
 
+/*
+ * spank_gres.c: the GPU indices in one node's GRES detail from the
+ * controller ("gpu:4(IDX:0-3)", several gpu types joined by commas) into
+ * out as an index list ("0-3"; "" when the node has no GPU entry). 0, or
+ * -EINVAL (malformed) / -ENAMETOOLONG.
+ */
+int isle__gres_gpu_idx(const char *detail, char *out, size_t len);
+
 /* --- shared state and the per-context entry points (spank_isle.c) ------ */
 
 #ifdef SPANK_H /* after <slurm/spank.h> */

@@ -25,11 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "spank_isle.h"
 
 /* The agent reads one JSON file and writes three small ones. */
+#define AGENT_FIXED_ARGS 32
+/* The GRES detail RPC: a controller that does not answer costs this. */
+#define GRES_TIMEOUT_S 20
 #define AGENT_TIMEOUT_S 60
 #define DEFAULT_AGENT "/usr/local/bin/isle-agent"
 #define DEFAULT_RUNDIR "/run/isle"
@@ -107,6 +111,146 @@ static int _cluster_path(const struct isle__spank_policy *p, char *buf,
 	else
 		n = snprintf(buf, len, "/etc/slurm/isle.json");
 	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * In a child process: "NODE=IDX" lines on fd for every node of the job,
+ * from the allocation as the controller granted it (gres_detail_str[], one
+ * per node in the order of the job's node list). The prolog process has no
+ * Slurm API set up (slurm_load_job there dies on "No hash plugins loaded",
+ * which fails the prolog and drains the node), so the child sets it up and
+ * anything fatal costs the child only.
+ */
+static void _gres_child(uint32_t job_id, int fd)
+{
+	job_info_msg_t *msg = NULL;
+	hostlist_t *hl;
+	char idx[512], *host;
+	const job_info_t *j;
+
+	slurm_init(NULL);
+	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS ||
+	    !msg || msg->record_count != 1 || !msg->job_array[0].nodes) {
+		dprintf(STDERR_FILENO, "no job record from slurmctld: %s\n",
+			slurm_strerror(errno));
+		_exit(1);
+	}
+	j = &msg->job_array[0];
+	hl = slurm_hostlist_create(j->nodes);
+	if (!hl || slurm_hostlist_count(hl) != (int)j->gres_detail_cnt) {
+		dprintf(STDERR_FILENO, "GRES detail for %u of the nodes %s\n",
+			j->gres_detail_cnt, j->nodes);
+		_exit(1);
+	}
+	for (uint32_t i = 0; i < j->gres_detail_cnt; i++) {
+		host = slurm_hostlist_shift(hl);
+		if (!host ||
+		    isle__gres_gpu_idx(j->gres_detail_str[i], idx, sizeof(idx)))
+			_exit(1);
+		if (idx[0])
+			dprintf(fd, "%s=%s\n", host, idx);
+		free(host);
+	}
+	_exit(0);
+}
+
+/*
+ * "--node-gpus NODE=IDX" for every node of the job (_gres_child): the
+ * prolog's SLURM_JOB_GPUS is this node's only, and plans written from it
+ * on nodes granted other indices disagree (the ranks then pick different
+ * algorithms). Returns the number of strings in *out (freed by the caller),
+ * 0 when the controller could not say (the plans then use SLURM_JOB_GPUS
+ * everywhere, and the shim turns itself off if they differ), -1 on no
+ * memory.
+ */
+static int _node_gpu_args(uint32_t job_id, char ***out)
+{
+	char *buf = NULL, *line, *save = NULL, **v = NULL;
+	size_t len = 0, cap = 0;
+	time_t deadline = time(NULL) + GRES_TIMEOUT_S;
+	int pfd[2], status = 0, n = 0, lines = 0;
+	pid_t pid;
+
+	*out = NULL;
+	if (pipe2(pfd, O_CLOEXEC))
+		return 0;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		_gres_child(job_id, pfd[1]);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		int left = (int)(deadline - time(NULL));
+		ssize_t got;
+
+		if (left <= 0 || poll(&p, 1, left * 1000) == 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap ? 2 * cap : 8192);
+
+			if (!nb) {
+				kill(pid, SIGKILL);
+				n = -1;
+				break;
+			}
+			buf = nb;
+			cap = cap ? 2 * cap : 8192;
+		}
+		got = read(pfd[0], buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n < 0 || !WIFEXITED(status) || WEXITSTATUS(status) || !buf) {
+		if (n == 0)
+			slurm_info("isle: job %u: no GPU indices per node from "
+				   "slurmctld; every node's plan uses this "
+				   "node's",
+				   job_id);
+		goto out;
+	}
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		lines += buf[i] == '\n';
+	v = calloc(2 * (size_t)lines + 1, sizeof(*v));
+	if (!v) {
+		n = -1;
+		goto out;
+	}
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!(v[n] = strdup("--node-gpus")) ||
+		    !(v[n + 1] = strdup(line))) {
+			n = -1;
+			break;
+		}
+		n += 2;
+	}
+out:
+	if (n <= 0) {
+		for (int i = 0; v && v[i]; i++)
+			free(v[i]);
+		free(v);
+		v = NULL;
+		n = n < 0 ? -1 : 0;
+	}
+	free(buf);
+	*out = v;
+	return n;
 }
 
 /* Logs each line the agent wrote to stderr through Slurm's log. */
@@ -225,15 +369,17 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *nodes = getenv("SLURM_JOB_NODELIST");
 	const char *gpus = getenv("SLURM_JOB_GPUS");
-	char rundir[512], cluster[512], jobid[16], uid[16], codec[64];
-	char *argv[32];
+	char rundir[512], cluster[512], jobid[16], uid[16], gid[16], codec[64];
+	char **argv = NULL, **node_gpus = NULL;
 	uint32_t job_id = 0;
 	uid_t job_uid = 0;
-	int ac = 0, rc;
+	gid_t job_gid = 0;
+	int ac = 0, rc, nng;
 
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS) {
-		slurm_error("isle: prolog: no job id or uid; no plan");
+	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &job_gid) != ESPANK_SUCCESS) {
+		slurm_error("isle: prolog: no job id, uid or gid; no plan");
 		return 0;
 	}
 	if (_load_options(sp, st)) {
@@ -257,6 +403,14 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	}
 	snprintf(jobid, sizeof(jobid), "%u", job_id);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)job_uid);
+	snprintf(gid, sizeof(gid), "%u", (unsigned)job_gid);
+	/* One node: SLURM_JOB_GPUS is all there is to know. */
+	nng = strpbrk(nodes, ",[") ? _node_gpu_args(job_id, &node_gpus) : 0;
+	argv = calloc(AGENT_FIXED_ARGS + (nng > 0 ? nng : 0), sizeof(*argv));
+	if (nng < 0 || !argv) {
+		slurm_error("isle: job %u: out of memory; no plan", job_id);
+		goto out;
+	}
 
 	argv[ac++] = (char *)_agent(&st->policy);
 	argv[ac++] = "plan";
@@ -275,6 +429,8 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	argv[ac++] = rundir;
 	argv[ac++] = "--uid";
 	argv[ac++] = uid;
+	argv[ac++] = "--gid";
+	argv[ac++] = gid;
 	if (_compress(st, codec, sizeof(codec))) {
 		argv[ac++] = "--compress";
 		argv[ac++] = codec;
@@ -283,6 +439,8 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 		argv[ac++] = "--policy";
 		argv[ac++] = (char *)st->policy.codec_policy;
 	}
+	for (int i = 0; i < nng; i++)
+		argv[ac++] = node_gpus[i];
 	argv[ac] = NULL;
 
 	rc = _run_agent(argv);
@@ -297,6 +455,11 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 		slurm_error("isle: job %u: %s plan write failed (status %d); "
 			    "the job runs without the shim",
 			    job_id, argv[0], rc);
+out:
+	for (int i = 0; i < nng; i++)
+		free(node_gpus[i]);
+	free(node_gpus);
+	free(argv);
 	return 0;
 }
 

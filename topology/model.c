@@ -1155,3 +1155,56 @@ const char *isle_sw_level_name(isle_sw_level l)
 		return NULL;
 	return level_names[l];
 }
+
+/* NVLink links per GPU and GB/s per link and direction, by GPU model. */
+static const struct {
+	const char *tag;
+	int links;
+	double gbps;
+} nvlink_gen[] = {
+    {"P100", 4, 20.0},	 {"V100", 6, 25.0},   {"A100", 12, 25.0},
+    {"A800", 8, 25.0},	 {"H100", 18, 25.0},  {"H200", 18, 25.0},
+    {"H800", 8, 25.0},	 {"GB200", 18, 50.0}, {"B200", 18, 50.0},
+    {"GB300", 18, 50.0}, {"B300", 18, 50.0},
+};
+
+double isle_topo_derive_nvlink_bw(isle_topo *t)
+{
+	double bw = 0.0;
+
+	if (!t || t->tier[ISLE_TIER_ISLAND].bw_gbps !=
+		      default_tier[ISLE_TIER_ISLAND].bw_gbps)
+		return 0.0;
+	for (int i = 0; i < t->nnodes; i++) {
+		const struct isle_node *n = &t->nodes[i];
+
+		for (int a = 0; a < n->ngpus; a++) {
+			const char *model = n->gpus[a].model;
+			long sum = 0;
+			size_t k;
+
+			for (int b = 0; b < n->ngpus; b++)
+				sum += n->nvlinks[a * n->ngpus + b];
+			if (!sum)
+				continue;
+			/* An unknown model leaves the default alone. */
+			for (k = 0; model && k < sizeof(nvlink_gen) /
+						     sizeof(nvlink_gen[0]);
+			     k++)
+				if (strstr(model, nvlink_gen[k].tag))
+					break;
+			if (!model ||
+			    k == sizeof(nvlink_gen) / sizeof(nvlink_gen[0]))
+				return 0.0;
+			/* Behind NVSwitches every pair shows the GPU's own
+			 * link count: a row sum above it is the switch. */
+			if (sum > nvlink_gen[k].links)
+				sum = nvlink_gen[k].links;
+			if (bw == 0.0 || sum * nvlink_gen[k].gbps < bw)
+				bw = (double)sum * nvlink_gen[k].gbps;
+		}
+	}
+	if (bw > 0.0)
+		t->tier[ISLE_TIER_ISLAND].bw_gbps = bw;
+	return bw;
+}

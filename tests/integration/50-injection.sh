@@ -9,7 +9,8 @@
 #     rank order); NCCL_TOPO_FILE parses (xmllint) and describes the node's 4
 #     GPUs; NCCL_IB_HCA comes from nccl.env; LD_PRELOAD holds the job's own
 #     entry first, then the shim. The run dir is 0750, its files 0640, owned by
-#     the job's user: another user (nobody) can reach the directory above but
+#     root with the job's group: the job's user reads the plan but cannot
+#     write there; another user (nobody) can reach the directory above but
 #     cannot read the plan. After the job, the run dir is gone on every node.
 #  2. srun --isle-shim=off: no ISLE_PLAN, no shim in LD_PRELOAD; srun -m
 #     cyclic (ranks not in the plan's order): no plan, the reason on stderr.
@@ -104,6 +105,9 @@ for _ in $(seq 120); do [ -e "$jobs/tp8.running" ] && break; sleep 0.5; done
 [ -e "$jobs/tp8.running" ] || { touch "$jobs/tp8.release"; isle_wait_job "$job" 30 || true; cat "$jobs/tp8.out" "$jobs/tp8.err" 2>/dev/null; fail "job $job never reached its checks"; }
 
 nodes=$(isle_job_field "$job" NodeList)
+# The job's group (its tasks run with it): GroupId=name(gid).
+job_gid=$(isle_job_field "$job" GroupId | sed -n 's/.*(\([0-9]*\))$/\1/p')
+[ -n "$job_gid" ] || fail "no GroupId for job $job"
 mapfile -t granted < <(scontrol -d show job "$job" | awk '
 	/^[[:space:]]+Nodes=/ {
 		node = ""; idx = ""
@@ -133,14 +137,25 @@ for n in $(scontrol show hostnames "$nodes"); do
 	d=$(rundir_of "$n")/$job
 	[ -d "$d" ] || fail "$d missing while job $job runs"
 	read -r mode owner group <<<"$(stat -c '%a %u %g' "$d")"
-	[ "$mode" = 750 ] && [ "$owner" = "$job_uid" ] && [ "$group" = 0 ] ||
-		fail "$d: mode $mode owner $owner:$group (want 750 $job_uid:0)"
+	[ "$mode" = 750 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
+		fail "$d: mode $mode owner $owner:$group (want 750 0:$job_gid)"
 	for f in plan.json nccl.env nccl-topo.xml; do
 		[ -f "$d/$f" ] && [ ! -L "$d/$f" ] || fail "$d/$f missing"
-		read -r mode owner <<<"$(stat -c '%a %u' "$d/$f")"
-		[ "$mode" = 640 ] && [ "$owner" = "$job_uid" ] || fail "$d/$f: mode $mode owner $owner"
+		read -r mode owner group <<<"$(stat -c '%a %u %g' "$d/$f")"
+		[ "$mode" = 640 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
+			fail "$d/$f: mode $mode owner $owner:$group"
 	done
 	chmod 0755 "$ISLE_CLUSTER_DIR/run" "$ISLE_CLUSTER_DIR/run/isle"
+	if [ "$job_uid" != 0 ]; then
+		# As the job's tasks run: its uid and gid.
+		as_job=(setpriv --reuid="$job_uid" --regid="$job_gid" --clear-groups --)
+		"${as_job[@]}" cat "$d/plan.json" >/dev/null ||
+			fail "the job's user cannot read $d/plan.json"
+		if "${as_job[@]}" mkdir "$d/mine" 2>/dev/null ||
+			"${as_job[@]}" sh -c "echo x >>'$d/plan.json'" 2>/dev/null; then
+			fail "the job's user can write in $d"
+		fi
+	fi
 	runuser -u nobody -- test -x "$(rundir_of "$n")" || fail "nobody cannot reach $(rundir_of "$n") (test setup)"
 	if runuser -u nobody -- cat "$d/plan.json" >/dev/null 2>&1; then
 		fail "user nobody can read $d/plan.json"

@@ -529,8 +529,8 @@ static int tmp_teardown(void **state)
 static void test_rundir_write(void **state)
 {
 	struct tmp *t = *state;
-	/* Root hands the files to another user; others keep their own. */
-	uid_t uid = geteuid() == 0 ? 65534 : geteuid();
+	/* Root lets another group read; others keep their own group. */
+	gid_t gid = geteuid() == 0 ? 65534 : getegid();
 	struct isle__rundir_file files[] = {
 	    {"plan.json", "{}\n", 3},
 	    {"nccl.env", "A=1\n", 4},
@@ -538,25 +538,26 @@ static void test_rundir_write(void **state)
 	char path[512], err[256];
 	struct stat st;
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "101", uid, files, 2,
+	assert_int_equal(isle__rundir_write(t->rootfd, "101", gid, files, 2,
 					    err, sizeof(err)),
 			 0);
+	/* The user reads, but owns and can write nothing: root keeps it. */
 	snprintf(path, sizeof(path), "%s/101", t->root);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0750);
-	assert_int_equal(st.st_uid, uid);
-	if (geteuid() == 0)
-		assert_int_equal(st.st_gid, 0);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_gid, gid);
 	snprintf(path, sizeof(path), "%s/101/plan.json", t->root);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0640);
-	assert_int_equal(st.st_uid, uid);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_gid, gid);
 	assert_int_equal(st.st_size, 3);
 
 	/* Rewriting (a requeued job) starts afresh. */
-	assert_int_equal(isle__rundir_write(t->rootfd, "101", uid, files + 1, 1,
+	assert_int_equal(isle__rundir_write(t->rootfd, "101", gid, files + 1, 1,
 					    err, sizeof(err)),
 			 0);
 	assert_int_equal(lstat(path, &st), -1);
@@ -569,7 +570,7 @@ static void test_rundir_write(void **state)
 	assert_int_equal(
 	    isle__rundir_remove(t->rootfd, "101", err, sizeof(err)), 0);
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "../x", uid, files, 1,
+	assert_int_equal(isle__rundir_write(t->rootfd, "../x", gid, files, 1,
 					    err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(isle__rundir_check_id("..", NULL, 0), -EINVAL);
@@ -605,7 +606,7 @@ static void test_rundir_symlinks(void **state)
 	snprintf(link, sizeof(link), "%s/203", t->root);
 	assert_int_equal(symlink(path, link), 0);
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "202", geteuid(), &f, 1,
+	assert_int_equal(isle__rundir_write(t->rootfd, "202", getegid(), &f, 1,
 					    err, sizeof(err)),
 			 0);
 	assert_int_equal(
@@ -629,6 +630,64 @@ static void test_rundir_symlinks(void **state)
 	assert_int_equal(chmod(path, 0777), 0);
 	assert_int_equal(isle__rundir_open_root(path, err, sizeof(err)),
 			 -EPERM);
+}
+
+/*
+ * A job directory left by a user who could write it (older versions handed
+ * it over): 40 nested directories with 8 MB of data at the bottom, a
+ * symlink to a directory outside and one to a file outside at every level.
+ * Removal takes it all (the old walk stopped at depth 16 and left the data
+ * on /run) and touches nothing the links point to.
+ */
+static void test_rundir_remove_deep(void **state)
+{
+	struct tmp *t = *state;
+	char outside[400], victim[512], err[256], name[16];
+	static char chunk[1 << 20];
+	struct stat st;
+	int fd, dfd;
+
+	snprintf(outside, sizeof(outside), "%s/../outside", t->root);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	snprintf(victim, sizeof(victim), "%s/keep", outside);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep", 4), 4);
+	close(fd);
+
+	assert_int_equal(mkdirat(t->rootfd, "303", 0755), 0);
+	dfd = openat(t->rootfd, "303", O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	for (int depth = 0; depth < 40; depth++) {
+		int sub;
+
+		assert_int_equal(symlinkat(outside, dfd, "dirlink"), 0);
+		assert_int_equal(symlinkat(victim, dfd, "filelink"), 0);
+		snprintf(name, sizeof(name), "d%d", depth);
+		assert_int_equal(mkdirat(dfd, name, 0700), 0);
+		sub = openat(dfd, name, O_RDONLY | O_DIRECTORY);
+		assert_true(sub >= 0);
+		close(dfd);
+		dfd = sub;
+	}
+	memset(chunk, 'x', sizeof(chunk));
+	fd = openat(dfd, "data", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(write(fd, chunk, sizeof(chunk)),
+				 (ssize_t)sizeof(chunk));
+	close(fd);
+	close(dfd);
+
+	assert_int_equal(
+	    isle__rundir_remove(t->rootfd, "303", err, sizeof(err)), 0);
+	assert_int_equal(fstatat(t->rootfd, "303", &st, AT_SYMLINK_NOFOLLOW),
+			 -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(lstat(victim, &st), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_int_equal(lstat(outside, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
 }
 
 /* ------------------------------------------------------ the subcommand */
@@ -722,6 +781,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_inputs),
 	    cmocka_unit_test(test_nccl_files),
 	    cmocka_unit_test_setup_teardown(test_rundir_write, tmp_setup,
+					    tmp_teardown),
+	    cmocka_unit_test_setup_teardown(test_rundir_remove_deep, tmp_setup,
 					    tmp_teardown),
 	    cmocka_unit_test_setup_teardown(test_rundir_symlinks, tmp_setup,
 					    tmp_teardown),

@@ -309,6 +309,14 @@ static void test_no_placement(void **state)
 				assert_true(k[i].cost == r.cost.total);
 			}
 		assert_int_equal(chosen, 1);
+		/* each scope once, although several fills try it (a leaf
+		 * group was listed twice) */
+		for (i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				assert_false(k[i].scope_tier ==
+						 k[j].scope_tier &&
+					     k[i].scope == k[j].scope);
+		assert_true(n >= 2);
 	}
 	isle_place_result_fini(&r);
 	isle_place_destroy(c);

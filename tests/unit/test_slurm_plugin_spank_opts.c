@@ -241,6 +241,44 @@ static void test_resolve(void **state)
 	assert_non_null(strstr(err, "not installed"));
 }
 
+/*
+ * GPU indices of a node from the controller's GRES detail (what the job
+ * prolog passes per node instead of this node's SLURM_JOB_GPUS).
+ */
+static void test_gres_gpu_idx(void **state)
+{
+	static const struct {
+		const char *in, *out;
+		int rc;
+	} cases[] = {
+	    {"gpu:4(IDX:0-3)", "0-3", 0},
+	    {"gpu:2(IDX:1-2)", "1-2", 0},
+	    {"gpu:2(IDX:0,2)", "0,2", 0},
+	    {"gpu:a100:1(IDX:0),gpu:h100:2(IDX:2,5)", "0,2,5", 0},
+	    {"nic:1(IDX:0),gpu:1(IDX:3),mps:100(CNT:100)", "3", 0},
+	    {"gpuz:1(IDX:1)", "", 0},
+	    {"gpu(CNT:2)", "", 0},
+	    {"", "", 0},
+	    {NULL, "", 0},
+	    {"gpu:1(IDX:0", NULL, -EINVAL},
+	    {"gpu:1(IDX:a)", NULL, -EINVAL},
+	    {"gpu:1)(", NULL, -EINVAL},
+	};
+	char out[64], tiny[3];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = isle__gres_gpu_idx(cases[i].in, out, sizeof(out));
+
+		if (rc != cases[i].rc ||
+		    (cases[i].out && strcmp(out, cases[i].out)))
+			fail_msg("'%s': rc %d out '%s'",
+				 cases[i].in ? cases[i].in : "(null)", rc, out);
+	}
+	assert_int_equal(
+	    isle__gres_gpu_idx("gpu:4(IDX:0-3)", tiny, sizeof(tiny)),
+	    -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +288,7 @@ int main(void)
 	    cmocka_unit_test(test_compress),
 	    cmocka_unit_test(test_policy),
 	    cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_gres_gpu_idx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

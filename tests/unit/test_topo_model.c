@@ -451,6 +451,58 @@ static void test_switch_cycles(void **state)
 	isle_topo_destroy(t);
 }
 
+/* The island tier's bandwidth from NVLink link counts and GPU models. */
+static void test_nvlink_bw(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	int a, b, c;
+
+	/* DGX-1 V100 hybrid cube mesh row: 1+1+2+2 links = 6 x 25 GB/s. */
+	a = isle_topo_add_node(t, "dgx1", 5);
+	for (int g = 0; g < 5; g++)
+		assert_int_equal(
+		    isle_topo_set_gpu(t, a, g, NULL, "Tesla V100-SXM2-16GB", 0),
+		    0);
+	isle_topo_set_nvlink(t, a, 0, 1, 1);
+	isle_topo_set_nvlink(t, a, 0, 2, 1);
+	isle_topo_set_nvlink(t, a, 0, 3, 2);
+	isle_topo_set_nvlink(t, a, 0, 4, 2);
+	/* H100 behind NVSwitch: 18 per pair, capped at 18 per GPU. */
+	b = isle_topo_add_node(t, "hgx", 4);
+	for (int g = 0; g < 4; g++) {
+		isle_topo_set_gpu(t, b, g, NULL, "NVIDIA H100 80GB HBM3", 0);
+		for (int h = g + 1; h < 4; h++)
+			isle_topo_set_nvlink(t, b, g, h, 18);
+	}
+	/* GPU 1-4 of dgx1 have 1-2 links: 25-50 GB/s, the lowest wins. */
+	assert_true(isle_topo_derive_nvlink_bw(t) == 25.0);
+	assert_true(t->tier[ISLE_TIER_ISLAND].bw_gbps == 25.0);
+	/* Only once: a value already set stays. */
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	isle_topo_destroy(t);
+
+	t = isle_topo_create();
+	b = isle_topo_add_node(t, "hgx", 4);
+	for (int g = 0; g < 4; g++) {
+		isle_topo_set_gpu(t, b, g, NULL, "NVIDIA H100 80GB HBM3", 0);
+		for (int h = g + 1; h < 4; h++)
+			isle_topo_set_nvlink(t, b, g, h, 18);
+	}
+	assert_true(isle_topo_derive_nvlink_bw(t) == 450.0);
+	isle_topo_destroy(t);
+
+	/* An unknown model, or no NVLink at all, leaves the default. */
+	t = isle_topo_create();
+	c = isle_topo_add_node(t, "x", 2);
+	isle_topo_set_gpu(t, c, 0, NULL, "Mystery GPU", 0);
+	isle_topo_set_gpu(t, c, 1, NULL, "Mystery GPU", 0);
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	isle_topo_set_nvlink(t, c, 0, 1, 4);
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	assert_true(t->tier[ISLE_TIER_ISLAND].bw_gbps == 450.0);
+	isle_topo_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +515,7 @@ int main(void)
 	    cmocka_unit_test(test_resize_and_racks),
 	    cmocka_unit_test(test_many_names),
 	    cmocka_unit_test(test_switch_cycles),
+	    cmocka_unit_test(test_nvlink_bw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
