@@ -38,7 +38,7 @@ ISLE_EXPORT int fini(void)
 	xfree(isle__ctx.path);
 	xfree(isle__ctx.load_error);
 	slurm_mutex_unlock(&isle__ctx.lock);
-	isle__decision_reset();
+	isle__decision_fini();
 	return SLURM_SUCCESS;
 }
 
@@ -48,7 +48,8 @@ ISLE_EXPORT int topology_p_build_config(void)
 {
 	if (!running_in_slurmctld())
 		return SLURM_SUCCESS;
-	isle__decision_reset();
+	isle__decision_init();
+	isle__policy_load();
 	(void)isle__records_load();
 	return SLURM_SUCCESS;
 }
