@@ -454,7 +454,7 @@ static int fail(struct isle_place_result *res, int rc, const char *fmt, ...)
 static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 		     struct pnorm *q, struct isle_place_result *res)
 {
-	int gpus = r->gpus, gpn = r->gpus_per_node;
+	int gpus = r->gpus, gpn = r->gpus_per_node, prod;
 
 	if (r->tp < 1 || r->pp < 1)
 		return fail(res, -EINVAL, "tp (%d) and pp (%d) must be >= 1",
@@ -484,13 +484,21 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 				    gpus, r->nodes);
 		gpn = gpus / r->nodes;
 	}
-	if (gpus == 0)
-		gpus = r->nodes * gpn;
+	/* Sizes come from users (through Slurm): any product that does not
+	 * fit an int is refused before it is used as a divisor or a count. */
+	if (gpus == 0 && __builtin_mul_overflow(r->nodes, gpn, &gpus))
+		return fail(res, -EINVAL,
+			    "nodes x gpus_per_node (%d x %d) overflows",
+			    r->nodes, gpn);
 	if (gpus == 0)
 		return fail(res, -EINVAL,
 			    "zero size: give gpus, or nodes and "
 			    "gpus_per_node");
-	if (r->nodes > 0 && gpus != r->nodes * gpn)
+	if (r->nodes > 0 && __builtin_mul_overflow(r->nodes, gpn, &prod))
+		return fail(res, -EINVAL,
+			    "nodes x gpus_per_node (%d x %d) overflows",
+			    r->nodes, gpn);
+	if (r->nodes > 0 && gpus != prod)
 		return fail(res, -EINVAL,
 			    "gpus (%d) != nodes (%d) x "
 			    "gpus_per_node (%d)",
@@ -505,7 +513,11 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 			    "tp (%d) does not divide the GPU "
 			    "count (%d)",
 			    r->tp, gpus);
-	if (gpus % (r->tp * r->pp))
+	if (__builtin_mul_overflow(r->tp, r->pp, &prod) || prod > gpus)
+		return fail(res, -EINVAL,
+			    "tp x pp (%d x %d) exceeds the GPU count (%d)",
+			    r->tp, r->pp, gpus);
+	if (gpus % prod)
 		return fail(res, -EINVAL,
 			    "tp x pp (%d x %d) does not divide "
 			    "the GPU count (%d)",
@@ -514,7 +526,7 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	q->gpn = gpn;
 	q->tp = r->tp;
 	q->pp = r->pp;
-	q->dp = gpus / (r->tp * r->pp);
+	q->dp = gpus / prod;
 	q->required = r->mode == ISLE_PLACE_REQUIRED;
 	q->max_span = r->max_span;
 	q->workload = r->workload;

@@ -70,7 +70,7 @@ extern char *isle__topo_name;
 
 /* What isle decided for a job, as packed into the job's saved state. */
 struct isle__jobinfo {
-	uint32_t job_id;
+	uint64_t key;  /* the decision store's key (job id, or array task) */
 	char *line;    /* the "isle:" AdminComment line */
 	char *islands; /* island names, comma separated */
 	uint32_t tp, pp, dp, leafs, tp_in_island, ntp_groups;
@@ -80,25 +80,24 @@ struct isle__jobinfo {
 	char *record;	/* the explain record (JSON text), or NULL */
 };
 
-struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr,
+struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr, uint64_t key,
 					   const char *line,
 					   const struct isle_place_result *res,
 					   const char *islands,
 					   const char *record);
 void isle__jobinfo_free(void *ji);
 void isle__jobinfo_pack(void *ji, buf_t *buffer, uint16_t protocol_version);
-/* Also hands a restored record back to the explain path (slurmctld). */
+/* In slurmctld it also hands the record back to the decision store. */
 int isle__jobinfo_unpack(void **ji, buf_t *buffer, uint16_t protocol_version);
 
-/* --- isle_restore.c --------------------------------------------------- */
+/* --- isle_decision.c ------------------------------------------------- */
 
 /*
- * A decision record came back with a job's state (slurmctld restart): hands
- * it to the explain path. Runs under slurmctld's locks, so it only queues;
- * a thread of isle's own writes it out.
+ * A decision came back with a job's saved state (slurmctld restart): makes
+ * it the job's current decision again, so the explain path has it (the
+ * store's writer persists it; nothing here touches files).
  */
-void isle__decision_restore(uint32_t job_id, const char *record);
-void isle__decision_restore_fini(void);
+void isle__decision_restore(uint64_t key, const char *line, const char *record);
 
 /* --- isle_compat.c: release services for the release-neutral code ------- */
 

@@ -18,7 +18,7 @@
 #define ISLE_JOBINFO_VERSION 1
 #define ISLE_JOBINFO_MAX_NODES 65536
 
-struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr,
+struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr, uint64_t key,
 					   const char *line,
 					   const struct isle_place_result *res,
 					   const char *islands,
@@ -27,7 +27,7 @@ struct isle__jobinfo *isle__jobinfo_create(job_record_t *job_ptr,
 	struct isle__jobinfo *ji = xmalloc(sizeof(*ji));
 	const isle_topo *t = isle__ctx.topo;
 
-	ji->job_id = job_ptr->job_id;
+	ji->key = key;
 	ji->line = xstrdup(line);
 	ji->islands = xstrdup(islands);
 	ji->record = xstrdup(record);
@@ -83,7 +83,7 @@ void isle__jobinfo_pack(void *arg, buf_t *buffer, uint16_t protocol_version)
 	struct isle__jobinfo *ji = arg;
 
 	pack16(ISLE_JOBINFO_VERSION, buffer);
-	pack32(ji->job_id, buffer);
+	pack64(ji->key, buffer);
 	packstr(ji->line, buffer);
 	packstr(ji->islands, buffer);
 	pack32(ji->tp, buffer);
@@ -113,7 +113,7 @@ int isle__jobinfo_unpack(void **out, buf_t *buffer, uint16_t protocol_version)
 		      version, ISLE_JOBINFO_VERSION);
 		goto unpack_error;
 	}
-	safe_unpack32(&ji->job_id, buffer);
+	safe_unpack64(&ji->key, buffer);
 	safe_unpackstr(&ji->line, buffer);
 	safe_unpackstr(&ji->islands, buffer);
 	safe_unpack32(&ji->tp, buffer);
@@ -133,8 +133,8 @@ int isle__jobinfo_unpack(void **out, buf_t *buffer, uint16_t protocol_version)
 		safe_unpack64(&ji->gpus[i], buffer);
 	}
 	safe_unpackstr(&ji->record, buffer);
-	if (running_in_slurmctld() && ji->record)
-		isle__decision_restore(ji->job_id, ji->record);
+	if (running_in_slurmctld() && ji->line && ji->record)
+		isle__decision_restore(ji->key, ji->line, ji->record);
 	*out = ji;
 	return SLURM_SUCCESS;
 

@@ -17,8 +17,8 @@ SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
 
 # --- topology/isle -------------------------------------------------------
 TOPO_ISLE_SRCS := topology_isle.c isle_compat.c isle_records.c isle_eval.c \
-		  isle_decision.c isle_nodes.c isle_jobinfo.c isle_restore.c \
-		  isle_version.c
+		  isle_decision.c isle_store.c spank_opts.c isle_nodes.c \
+		  isle_jobinfo.c isle_version.c
 TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 # topology/common from the configured Slurm tree, as topology/tree links it.
 SLURM_TOPO_COMMON := common_topo eval_nodes gres_filter gres_sched
@@ -81,3 +81,10 @@ BENCHES += bench-slurm
 bench-slurm: $(PLUGINS) $(BINS)
 	@mkdir -p $(B)/bench
 	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json
+
+UNIT_TESTS += $(B)/tests/test_slurm_plugin_store
+$(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \
+		$(B)/slurm_plugin/isle_store.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_store.o: CPPFLAGS += -Islurm_plugin

@@ -48,13 +48,12 @@ int isle__topo_init(void)
 
 int isle__topo_fini(void)
 {
-	isle__decision_restore_fini();
 	slurm_mutex_lock(&isle__ctx.lock);
 	isle__records_free();
 	xfree(isle__ctx.path);
 	xfree(isle__ctx.load_error);
 	slurm_mutex_unlock(&isle__ctx.lock);
-	isle__decision_reset();
+	isle__decision_fini();
 	xfree(isle__topo_name);
 	return SLURM_SUCCESS;
 }
@@ -69,7 +68,8 @@ int isle__topo_build_config(const char *name)
 		xfree(isle__topo_name);
 		isle__topo_name = xstrdup(name);
 	}
-	isle__decision_reset();
+	isle__decision_init();
+	isle__policy_load();
 	(void)isle__records_load();
 	isle__nodes_sync(true);
 	return SLURM_SUCCESS;

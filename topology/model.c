@@ -960,6 +960,77 @@ out:
 	return rc;
 }
 
+/*
+ * Switch links must form a DAG (parents above children): a file that lists
+ * spines under leafs and leafs under spines has cycles, and every walk down
+ * the fabric would loop. Iterative DFS (no recursion on a user-sized graph);
+ * on a back edge the message names the switches on the cycle.
+ */
+static int check_switch_cycles(const isle_topo *t, char *err, size_t errlen)
+{
+	int ns = t->nswitches, rc = 0, depth, i, k, start;
+	/* state: 0 unseen, 1 on the DFS path, 2 done */
+	char *state = calloc((size_t)ns + 1, 1);
+	int *path = malloc(((size_t)ns + 1) * sizeof(int));
+	int *next = malloc(((size_t)ns + 1) * sizeof(int));
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!state || !path || !next) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ns; i++) {
+		if (state[i])
+			continue;
+		depth = 0;
+		path[0] = i;
+		next[0] = 0;
+		state[i] = 1;
+		while (depth >= 0) {
+			const struct isle_switch *s = &t->switches[path[depth]];
+
+			if (next[depth] >= s->ndown) {
+				state[path[depth--]] = 2;
+				continue;
+			}
+			k = s->down[next[depth]++];
+			if (state[k] == 2)
+				continue;
+			if (state[k] == 0) {
+				state[k] = 1;
+				path[++depth] = k;
+				next[depth] = 0;
+				continue;
+			}
+			/* k is on the path: the cycle is path[start..depth]. */
+			for (start = depth; path[start] != k; start--)
+				;
+			f = open_memstream(&msg, &len);
+			if (!f) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			for (int d = start; d <= depth; d++)
+				fprintf(f, "%s -> ", t->switches[path[d]].name);
+			fprintf(f, "%s", t->switches[k].name);
+			fclose(f);
+			rc = isle__err(-EINVAL, err, errlen,
+				       "switch links form a cycle (a switch is "
+				       "below itself): %s",
+				       msg ? msg : "?");
+			goto out;
+		}
+	}
+out:
+	free(msg);
+	free(state);
+	free(path);
+	free(next);
+	return rc;
+}
+
 int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 {
 	int rc, i;
@@ -985,6 +1056,9 @@ int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 		if (rc)
 			goto out;
 	}
+	rc = check_switch_cycles(t, err, errlen);
+	if (rc)
+		goto out;
 	t->ngroups[ISLE_TIER_ISLAND] = t->nislands;
 	t->ngroups[ISLE_TIER_NODE] = t->nnodes;
 	derive_levels(t);

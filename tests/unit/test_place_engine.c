@@ -341,6 +341,15 @@ static void test_bad_requests(void **state)
 	    {4096, 0, 0, 8, 1, ISLE_PLACE_REQUIRED, -E2BIG, "cluster has"},
 	    {16, 0, 16, 8, 1, ISLE_PLACE_REQUIRED, -E2BIG, "largest node"},
 	    {8, 0, 0, 2, 1, 7, -EINVAL, "mode"},
+	    /* Products that overflow an int: 65536 x 65536 wrapped to 0 and
+	     * gpus % (tp * pp) raised SIGFPE. */
+	    {65536, 0, 0, 65536, 65536, ISLE_PLACE_REQUIRED, -EINVAL,
+	     "tp x pp"},
+	    {0, 65536, 65536, 1, 1, ISLE_PLACE_REQUIRED, -EINVAL, "overflows"},
+	    {1 << 30, 0, 0, 1 << 15, 1 << 16, ISLE_PLACE_REQUIRED, -EINVAL,
+	     "tp x pp"},
+	    {0x7ffffffe, 0, 0, 2, 0x40000000, ISLE_PLACE_PREFERRED, -EINVAL,
+	     "tp x pp"},
 	};
 	isle_topo *t;
 	isle_place_ctx *c;

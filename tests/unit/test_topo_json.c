@@ -221,6 +221,12 @@ static const struct bad_case bad_cases[] = {
      "\"nodes\": [\"a:nvl0\"]}]}",
      "t.json: island name 'b:nvl0' of node 'b' clashes with a domain "
      "name"},
+    /* leafs listed under the spine and the spine under a leaf */
+    {"{\"version\": 1, \"switches\": [{\"name\": \"leaf1\", "
+     "\"switches\": [\"spine1\"]}, {\"name\": \"leaf2\"}, {\"name\": "
+     "\"spine1\", \"switches\": [\"leaf1\", \"leaf2\"]}]}",
+     "t.json: switch links form a cycle (a switch is below itself): "
+     "leaf1 -> spine1 -> leaf1"},
 };
 
 /* Output paths that are not plain files: a symlink keeps its link and the
