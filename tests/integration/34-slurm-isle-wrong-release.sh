@@ -66,9 +66,10 @@ if [ -z "$other_so" ]; then
 		exit 77
 	fi
 	echo "building topology_isle.so for Slurm $other in $work/other"
-	# Site mode (SLURM_SRC/SLURM_PREFIX given): nothing is installed.
+	# Site mode (SLURM_SRC/SLURM_PREFIX given): nothing is installed. Not
+	# the settings of a `make test` this runs under (MAKEFLAGS).
 	mkdir -p "$work/other" && touch "$work/other/.deps-ok"
-	make -s -C "$repo" B="$work/other" SLURM_SRC="$osrc" SLURM_PREFIX="$oprefix" \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$repo" B="$work/other" SLURM_SRC="$osrc" SLURM_PREFIX="$oprefix" \
 		ISLE_DEPS=none DEPS_OK="$work/other/.deps-ok" \
 		"$work/other/slurm/topology_isle.so" "$work/other/slurm/spank_isle.so" \
 		>"$work/build.log" 2>&1 ||
