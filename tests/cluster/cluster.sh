@@ -80,7 +80,8 @@
 # namespace. ISLE_NO_NS=1 disables this (tests/cluster/isle-cluster start
 # does, since its daemons must serve the caller's shell).
 #
-# Environment: ISLE_SLURM_PREFIX (default $SLURM_PREFIX, else
+# Environment: ISLE_SLURM_PREFIX (default $SLURM_PREFIX, else the prefix
+# scripts/deps.sh --print gives for release $SLURM, 24.11 or 26.05: e.g.
 # /opt/isle/slurm-24.11.5), ISLE_TMPDIR (parent of run dirs, default
 # $TMPDIR or /tmp), ISLE_KEEP=1, ISLE_NO_TRAP=1, ISLE_CLUSTER_QUIET=1,
 # ISLE_NO_NS=1, ISLE_SKIP_PORT_CHECK=1 (tests: let the daemon hit EADDRINUSE).
@@ -94,7 +95,16 @@ fi
 ISLE__CLUSTER_SH=1
 
 ISLE__REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-: "${ISLE_SLURM_PREFIX:=${SLURM_PREFIX:-${ISLE_CACHE:-/opt/isle}/slurm-24.11.5}}"
+# The Slurm release: ISLE_SLURM_PREFIX, else SLURM_PREFIX (make exports both
+# for the release it builds against), else the prefix scripts/deps.sh maps
+# SLURM (24.11 by default, or 26.05) to.
+if [ -z "${ISLE_SLURM_PREFIX:-}" ]; then
+	if [ -n "${SLURM_PREFIX:-}" ]; then
+		ISLE_SLURM_PREFIX=$SLURM_PREFIX
+	else
+		ISLE_SLURM_PREFIX=$("$ISLE__REPO/scripts/deps.sh" --print | sed -n 's/^SLURM_PREFIX := //p')
+	fi
+fi
 ISLE__STARTED_DIRS=()
 
 # Why a mount namespace: auth/slurm clients (sbatch, srun, scontrol, libslurm)
