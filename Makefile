@@ -48,9 +48,11 @@ ISLE_DEPS   ?= auto
 B           := build
 export SLURM ISLE_CACHE
 
-# Site mode: SLURM_SRC given (command line or environment) means a site's
-# configured tree; its SLURM_PREFIX must come with it.
-ifneq ($(filter command line environment%,$(origin SLURM_SRC)),)
+# Site mode: SLURM_SRC on the command line means a site's configured tree;
+# its SLURM_PREFIX must come with it. (Only the command line: make exports
+# SLURM_SRC to the tests, and a make run by a test must not take that for a
+# site's tree.)
+ifeq ($(origin SLURM_SRC),command line)
 ISLE_SITE   := 1
 endif
 
@@ -59,7 +61,7 @@ endif
 # in site mode, else the lines `deps.sh --print` writes for $(SLURM) (the one
 # mapping from a release to its paths), included from $(B)/.slurm-vars.mk.
 ifeq ($(ISLE_SITE),1)
-ifeq ($(filter command line environment%,$(origin SLURM_PREFIX)),)
+ifneq ($(origin SLURM_PREFIX),command line)
 $(error site mode: SLURM_SRC=$(SLURM_SRC) needs SLURM_PREFIX=<where that Slurm is installed>)
 endif
 ifeq ($(wildcard $(SLURM_SRC)/config.h),)
@@ -79,19 +81,24 @@ endif
 
 ifneq ($(ISLE_DEPS_DONE),1)
 # --- Stage 1: dependencies, then stage 2 ----------------------------------
-# Goals that need no dependencies (a `make clean` must not build Slurm).
+# What to install: ISLE_DEPS (auto: everything, or only the packages in site
+# mode), none for goals that need no dependencies (a `make clean` must not
+# build Slurm) and for `make DEPS_OK=FILE ...` (the older spelling, e.g.
+# tests/gpu/run-gpu-check.sh: the caller vouches for the dependencies).
 NODEPS_GOALS := clean format check-format print-slurm
 ISLE_GOALS   := $(or $(MAKECMDGOALS),all)
+DEPS_MODE    := $(ISLE_DEPS)
+ifeq ($(DEPS_MODE),auto)
+DEPS_MODE    := $(if $(ISLE_SITE),packages,all)
+endif
 ifeq ($(filter-out $(NODEPS_GOALS),$(ISLE_GOALS)),)
-ISLE_DEPS    := none
+DEPS_MODE    := none
 endif
-# `make DEPS_OK=FILE ...` (older spelling, e.g. tests/gpu/run-gpu-check.sh):
-# the caller vouches for the dependencies.
 ifeq ($(origin DEPS_OK),command line)
-ISLE_DEPS    := none
+DEPS_MODE    := none
 endif
-ifeq ($(ISLE_DEPS),auto)
-ISLE_DEPS    := $(if $(ISLE_SITE),packages,all)
+ifeq ($(filter all packages none,$(DEPS_MODE)),)
+$(error ISLE_DEPS=$(ISLE_DEPS): expected auto, all, packages or none)
 endif
 DEPS_ARGS_all      :=
 DEPS_ARGS_packages := --packages-only
@@ -102,10 +109,9 @@ DEPS_ARGS_packages := --packages-only
 $(ISLE_GOALS): isle-deps-stage
 	@:
 isle-deps-stage:
-ifneq ($(ISLE_DEPS),none)
-	@$(if $(filter all packages,$(ISLE_DEPS)),,echo "make: ISLE_DEPS=$(ISLE_DEPS): expected auto, all, packages or none" >&2; exit 2)
-	@$(DEPS_SCRIPT) --check $(DEPS_ARGS_$(ISLE_DEPS)) >/dev/null 2>&1 || \
-		$(DEPS_SCRIPT) $(DEPS_ARGS_$(ISLE_DEPS))
+ifneq ($(DEPS_MODE),none)
+	@$(DEPS_SCRIPT) --check $(DEPS_ARGS_$(DEPS_MODE)) >/dev/null 2>&1 || \
+		$(DEPS_SCRIPT) $(DEPS_ARGS_$(DEPS_MODE))
 endif
 	+@$(MAKE) --no-print-directory ISLE_DEPS_DONE=1 $(MAKECMDGOALS)
 

@@ -3,7 +3,8 @@
 # into a cache prefix outside the repository.
 #
 # Usage: scripts/deps.sh [--check] [--packages-only] [--slurm-only] [--print]
-#   --check          exit 0 if everything is present, 1 otherwise (no changes)
+#   --check          exit 0 if everything is present, 1 otherwise (no changes);
+#                    --check --packages-only: the Debian packages only
 #   --packages-only  Debian packages only (site mode: the site brings Slurm)
 #   --slurm-only     the Slurm build only
 #   --print          the resolved Slurm paths as make-includable lines
@@ -92,6 +93,7 @@ do_check() {
 	local m
 	m=$(pkgs_missing)
 	[ -z "$m" ] || { echo "missing packages: $m"; return 1; }
+	[ "${1:-}" = --packages-only ] && return 0
 	slurm_ok || { echo "Slurm $SLURM_VER not built in $SLURM_PREFIX"; return 1; }
 	return 0
 }
@@ -237,7 +239,7 @@ print_vars() {
 
 mode=${1:-all}
 case $mode in
---check) trap - EXIT; do_check; exit $? ;;
+--check) trap - EXIT; do_check "${2:-}"; exit $? ;;
 --print) trap - EXIT; print_vars ;;
 --packages-only) install_packages ;;
 --slurm-only) build_slurm ;;
