@@ -77,4 +77,4 @@ BENCHES += bench-slurm
 .PHONY: bench-slurm
 bench-slurm: $(PLUGINS) $(BINS)
 	@mkdir -p $(B)/bench
-	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json
+	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side-$(SLURM_VER).json
