@@ -77,10 +77,16 @@ fail() {
 trap 'rc=$?; [ $rc -ne 0 ] && [ -n "$step" ] && echo "deps.sh: step \"$step\" failed (exit $rc). Fix the cause above and re-run scripts/deps.sh; completed steps are cached." >&2; exit $rc' EXIT
 
 pkgs_missing() {
-	local missing=()
+	# One dpkg-query for all of them: make runs --check on every invocation.
+	local want=() installed
 	for p in "${PACKAGES[@]}"; do
-		[[ $p == \#* ]] && continue
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+		[[ $p == \#* ]] || want+=("$p")
+	done
+	installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${want[@]}" 2>/dev/null |
+		awk '$NF == "installed" && $(NF-1) == "ok" { sub(/:.*/, "", $1); print $1 }' | tr '\n' ' ' || true) "
+	local missing=()
+	for p in "${want[@]}"; do
+		[[ $installed == *" $p "* ]] || missing+=("$p")
 	done
 	echo "${missing[@]:-}"
 }
