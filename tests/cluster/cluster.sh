@@ -22,7 +22,8 @@
 #   --node-prefix P      node names P01..PNN (default n; 3 digits from 100 nodes)
 #   --node-extra "K=V"   appended to every NodeName line (e.g. "Features=rack1")
 #   --topology T         default|tree|block|isle|... -> TopologyPlugin=topology/T
-#                        (default: default). tree/block without --topo-conf get
+#                        (default: default; default and flat both mean the
+#                        release's flat plugin: topology/flat from 25.05 on). tree/block without --topo-conf get
 #                        one switch / one block holding every node.
 #   --topo-conf FILE     copied to etc/topology.conf (etc/topology.yaml if *.yaml)
 #   --gres-conf FILE     copied to etc/gres.conf instead of the generated one
@@ -812,6 +813,12 @@ isle_cluster_start() {
 		isle__err "must run as root (slurmd runs jobs as root here and mknod needs root)"
 		return 1
 	fi
+	# Slurm 25.05 renamed topology/default to topology/flat (and reads
+	# "topology/default" in slurm.conf as flat): take either name on either
+	# release, and write the one the release has.
+	case $o_topology in default | flat)
+		[ -e "$ISLE_SLURM_PREFIX/lib/slurm/topology_flat.so" ] && o_topology=flat || o_topology=default ;;
+	esac
 	if [ ! -e "$ISLE_SLURM_PREFIX/lib/slurm/topology_$o_topology.so" ]; then
 		local found="" pd
 		IFS=: read -r -a pd <<<"${o_plugin_dir:-$ISLE__REPO/build/slurm}"
