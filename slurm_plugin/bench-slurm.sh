@@ -16,7 +16,10 @@
 # nodes of one ring, the ring counterpart of tree's leaf switches. It knows
 # nothing of the NVLink domains, as tree does not.
 #
-# ISLE_BENCH_PLUGINS="tree block" runs only those.
+# ISLE_BENCH_PLUGINS="tree block" runs only those. Without isle in the list,
+# isle's plugins are not needed (no plugstack, no --isle-tp: Slurm's own
+# plugins ignore it), e.g. to compare Slurm's plugins on a release isle's
+# plugins are not built for yet.
 #
 # Writes {"slurm":"VERSION","results":[{"plugin":"tree|block|isle|ring","jobs":N,
 #          "tp_groups":M,"tp_groups_split":K,"leafs_spanned_mean":X}]}
@@ -29,7 +32,10 @@ source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
-isle_pt_require_plugins
+plugins=${ISLE_BENCH_PLUGINS:-tree block isle}
+with_isle=
+[[ " $plugins " == *" isle "* ]] && with_isle=1
+[ -z "$with_isle" ] || isle_pt_require_plugins
 
 NJOBS=${ISLE_BENCH_JOBS:-6}
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-bench-slurm.XXXXXX")
@@ -42,7 +48,6 @@ awk '{ print $3, $1 }' "$work/domains" | sort -k1,1 -k2,2 |
 	sort >"$work/topology-ring.conf"
 
 slurm_ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{ print $2 }')
-plugins=${ISLE_BENCH_PLUGINS:-tree block isle}
 if [ -z "${ISLE_BENCH_PLUGINS:-}" ] && [ -e "$ISLE_SLURM_PREFIX/lib/slurm/topology_ring.so" ]; then
 	plugins="$plugins ring"
 fi
@@ -52,8 +57,11 @@ echo "bench: Slurm $slurm_ver ($ISLE_SLURM_PREFIX): $plugins" >&2
 # the cluster harness stops its clusters when the shell that started them exits.)
 run_one() {
 	local plugin=$1 j n k jobs=() split=0 leafs_total=0 doms leafs started=0
-	local args=(--nodes 16 --gpus 4 --topology "$plugin" --plugin-dir "$repo/build/slurm"
-		--plugstack "$work/plugstack.conf")
+	local args=(--nodes 16 --gpus 4 --topology "$plugin") tp=()
+	if [ -n "$with_isle" ]; then
+		args+=(--plugin-dir "$repo/build/slurm" --plugstack "$work/plugstack.conf")
+		tp=(--isle-tp=8)
+	fi
 	case $plugin in
 	tree) args+=(--topo-conf "$work/topology-tree.conf") ;;
 	block) args+=(--topo-conf "$work/topology-block.conf") ;;
@@ -67,7 +75,7 @@ run_one() {
 		isle_pt_wait_state "$j" RUNNING 60 || { echo "bench: holder on $n did not start" >&2; return 1; }
 	done
 	for ((k = 0; k < NJOBS; k++)); do
-		j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap "sleep 600")
+		j=$(sbatch --parsable -N2 --gpus-per-node=4 "${tp[@]}" -o /dev/null --wrap "sleep 600")
 		if isle_pt_wait_state "$j" RUNNING 60; then
 			jobs+=("$j")
 			started=$((started + 1))
