@@ -79,7 +79,11 @@ endif
 include $(B)/.slurm-vars.mk
 endif
 
-ifneq ($(ISLE_DEPS_DONE),1)
+# Stage 2 only when ISLE_DEPS_DONE=1 came on the command line (stage 1's
+# sub-make, or its own sub-makes through MAKEFLAGS). make also puts it in the
+# environment of every recipe: a make that a test script runs must still
+# start at stage 1.
+ifneq ($(origin ISLE_DEPS_DONE)$(ISLE_DEPS_DONE),command line1)
 # --- Stage 1: dependencies, then stage 2 ----------------------------------
 # What to install: ISLE_DEPS (auto: everything, or only the packages in site
 # mode), none for goals that need no dependencies (a `make clean` must not

@@ -64,11 +64,14 @@ esac
 EOF
 chmod +x "$work/fake-deps.sh"
 
-# No make state from an enclosing `make test` (jobserver, ISLE_DEPS_DONE=1,
-# the site-mode SLURM_SRC/SLURM_PREFIX it exports).
+# No make state from an enclosing `make test` (jobserver, command-line
+# variables, the SLURM_SRC/SLURM_PREFIX it exports). ISLE_DEPS_DONE=1, which
+# make puts in the environment of its recipes, stays: the Makefile must
+# ignore it there.
 run_make() {
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SLURM_SRC -u SLURM_PREFIX \
 		-u ISLE_SLURM_PREFIX -u SLURM_PLUGIN_DIR -u DEPS_OK -u ISLE_DEPS \
+		-u INTEG_TESTS -u UNIT_TESTS \
 		PATH="$work/bin" make -C "$work/src" --no-print-directory \
 		DEPS_SCRIPT="$work/fake-deps.sh" "$@"
 }
