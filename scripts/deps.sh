@@ -52,7 +52,6 @@ SLURM_SRC=$ISLE_CACHE/src/slurm-$SLURM_VER
 SLURM_STAMP=$SLURM_PREFIX/.isle-built
 # Per-release logs, so a build of one release never overwrites another's.
 SLURM_LOG=$ISLE_CACHE/src/slurm-$SLURM_VER
-PKG_STAMP=$ISLE_CACHE/.isle-packages
 JOBS=${ISLE_JOBS:-$(nproc)}
 
 PACKAGES=(
@@ -74,6 +73,7 @@ fail() {
 	echo "deps.sh: $*" >&2
 	exit 1
 }
+# shellcheck disable=SC2154 # rc is assigned inside the trap string
 trap 'rc=$?; [ $rc -ne 0 ] && [ -n "$step" ] && echo "deps.sh: step \"$step\" failed (exit $rc). Fix the cause above and re-run scripts/deps.sh; completed steps are cached." >&2; exit $rc' EXIT
 
 pkgs_missing() {
