@@ -40,7 +40,7 @@ case $SLURM in
 	SLURM_VER=26.05.3
 	SLURM_DEB_VER= # not from Debian: Debian's archive answers 404 for 26.05's tarball
 	SLURM_SHA256=  # from SHA256SUMS beside the tarball, when present
-	SLURM_TARBALL=${SLURM_TARBALL:-$REPO_ROOT/../shared/slurm/slurm-$SLURM_VER.tar.xz}
+	SLURM_TARBALL=$(realpath -m "${SLURM_TARBALL:-$REPO_ROOT/../shared/slurm/slurm-$SLURM_VER.tar.xz}")
 	;;
 *)
 	echo "deps.sh: unknown Slurm release SLURM=$SLURM (known: 24.11, 26.05)" >&2
