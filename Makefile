@@ -7,8 +7,20 @@
 #   make bench           benchmarks (isle vs baselines, ratios)
 #   make demo            the end-to-end demo on a local test cluster
 #   make install         PREFIX=/usr/local DESTDIR=  (plugins into Slurm's plugin dir)
+#   make print-slurm     the Slurm release, prefix, tree and plugin dir in use
+#   SLURM=26.05          the Slurm release for everything (plugins, test cluster,
+#                        tests, benchmarks, demo): 24.11 (default) or 26.05.
+#                        scripts/deps.sh --print maps it to the paths.
+#   SLURM_SRC=DIR SLURM_PREFIX=DIR
+#                        site mode: build against a site's configured Slurm
+#                        tree and installation; Slurm is not built here (only
+#                        the Debian packages are installed; ISLE_DEPS=none
+#                        skips that too)
+#   ISLE_DEPS=auto|all|packages|none
+#                        what the dependency stage installs (auto: all, or
+#                        packages in site mode)
 #   SANITIZE=1           ASan + UBSan for the executables and unit tests, e.g.
-#                        make B=build-asan SANITIZE=1 DEPS_OK=build/.deps-ok all
+#                        make B=build-asan SANITIZE=1 all
 #                        Shared objects (SHLIBS, PLUGINS) and the programs the
 #                        shims are LD_PRELOADed into are built unsanitized by a
 #                        sub-make in $(B)/nosan and copied into place: they are
@@ -17,17 +29,102 @@
 #                        aborts ("ASan runtime does not come first").
 #                        Leak reports of third-party libraries: tests/lsan.supp.
 #
+# Two stages. Stage 1 (every goal, this file without ISLE_DEPS_DONE) runs
+# scripts/deps.sh and then re-invokes make with ISLE_DEPS_DONE=1 on the
+# command line. Only stage 2 includes the module.mk fragments, so everything
+# they compute when the makefile is parsed ($(shell mpicc -showme...),
+# HAVE_MPI, HAVE_CUDA) sees the installed packages. A one-stage makefile
+# decides those before deps.sh has run: on a fresh machine the first run
+# then fails (mpi.h not found) and the second passes
+# (tests/integration/02-deps-stage-first.sh).
+#
 # Each module folder has a module.mk that appends to the variables below.
+
+# --- Settings both stages need --------------------------------------------
+SLURM       ?= 24.11
+ISLE_CACHE  ?= /opt/isle
+DEPS_SCRIPT ?= scripts/deps.sh
+ISLE_DEPS   ?= auto
+B           := build
+export SLURM ISLE_CACHE
+
+# Site mode: SLURM_SRC on the command line means a site's configured tree;
+# its SLURM_PREFIX must come with it. (Only the command line: make exports
+# SLURM_SRC to the tests, and a make run by a test must not take that for a
+# site's tree.)
+ifeq ($(origin SLURM_SRC),command line)
+ISLE_SITE   := 1
+endif
+
+# --- The Slurm release (both stages) ----------------------------------------
+# SLURM_VER, SLURM_PREFIX, SLURM_SRC, SLURM_PLUGIN_DIR: from the site's tree
+# in site mode, else the lines `deps.sh --print` writes for $(SLURM) (the one
+# mapping from a release to its paths), included from $(B)/.slurm-vars.mk.
+ifeq ($(ISLE_SITE),1)
+ifneq ($(origin SLURM_PREFIX),command line)
+$(error site mode: SLURM_SRC=$(SLURM_SRC) needs SLURM_PREFIX=<where that Slurm is installed>)
+endif
+ifeq ($(wildcard $(SLURM_SRC)/config.h),)
+$(error site mode: $(SLURM_SRC)/config.h not found: SLURM_SRC must be a configured Slurm source tree)
+endif
+SLURM_VER   := $(shell sed -n 's/^\#define SLURM_VERSION_STRING "\(.*\)"/\1/p' $(SLURM_SRC)/config.h)
+SLURM_PLUGIN_DIR ?= $(SLURM_PREFIX)/lib/slurm
+else
+# (make 4.3 does not export variables to $(shell): pass them by hand.)
+$(shell mkdir -p $(B) && SLURM='$(SLURM)' ISLE_CACHE='$(ISLE_CACHE)' \
+	$(DEPS_SCRIPT) --print >$(B)/.slurm-vars.mk)
+ifneq ($(.SHELLSTATUS),0)
+$(error $(DEPS_SCRIPT) --print failed for SLURM=$(SLURM))
+endif
+include $(B)/.slurm-vars.mk
+endif
+
+# Stage 2 only when ISLE_DEPS_DONE=1 came on the command line (stage 1's
+# sub-make, or its own sub-makes through MAKEFLAGS). make also puts it in the
+# environment of every recipe: a make that a test script runs must still
+# start at stage 1.
+ifneq ($(origin ISLE_DEPS_DONE)$(ISLE_DEPS_DONE),command line1)
+# --- Stage 1: dependencies, then stage 2 ----------------------------------
+# What to install: ISLE_DEPS (auto: everything, or only the packages in site
+# mode), none for goals that need no dependencies (a `make clean` must not
+# build Slurm) and for `make DEPS_OK=FILE ...` (the older spelling, e.g.
+# tests/gpu/run-gpu-check.sh: the caller vouches for the dependencies).
+NODEPS_GOALS := clean format check-format print-slurm
+ISLE_GOALS   := $(or $(MAKECMDGOALS),all)
+DEPS_MODE    := $(ISLE_DEPS)
+ifeq ($(DEPS_MODE),auto)
+DEPS_MODE    := $(if $(ISLE_SITE),packages,all)
+endif
+ifeq ($(filter-out $(NODEPS_GOALS),$(ISLE_GOALS)),)
+DEPS_MODE    := none
+endif
+ifeq ($(origin DEPS_OK),command line)
+DEPS_MODE    := none
+endif
+ifeq ($(filter all packages none,$(DEPS_MODE)),)
+$(error ISLE_DEPS=$(ISLE_DEPS): expected auto, all, packages or none)
+endif
+DEPS_ARGS_all      :=
+DEPS_ARGS_packages := --packages-only
+
+.PHONY: isle-deps-stage $(ISLE_GOALS)
+# Every goal waits for the one stage-1 recipe; the goals themselves are
+# made by stage 2, in one sub-make (so -j and several goals work as usual).
+$(ISLE_GOALS): isle-deps-stage
+	@:
+isle-deps-stage:
+ifneq ($(DEPS_MODE),none)
+	@$(DEPS_SCRIPT) --check $(DEPS_ARGS_$(DEPS_MODE)) >/dev/null 2>&1 || \
+		$(DEPS_SCRIPT) $(DEPS_ARGS_$(DEPS_MODE))
+endif
+	+@$(MAKE) --no-print-directory ISLE_DEPS_DONE=1 $(MAKECMDGOALS)
+
+else
+# --- Stage 2: the build ----------------------------------------------------
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
-ISLE_CACHE  ?= /opt/isle
-SLURM_VER   := 24.11.5
-SLURM_PREFIX ?= $(ISLE_CACHE)/slurm-$(SLURM_VER)
-SLURM_SRC   ?= $(ISLE_CACHE)/src/slurm-$(SLURM_VER)
-SLURM_PLUGIN_DIR ?= $(SLURM_PREFIX)/lib/slurm
 CUDA_HOME   ?= /usr/local/cuda
-B           := build
 
 CC          ?= gcc
 CFLAGS      ?= -O2 -g
@@ -42,7 +139,10 @@ CFLAGS      += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 LDFLAGS     += -fsanitize=address,undefined
 endif
 
-export SLURM_PREFIX SLURM_SRC ISLE_CACHE
+# For the test cluster harness (tests/cluster/cluster.sh), the integration
+# tests, bench-slurm and the demo: the same Slurm as the plugins.
+ISLE_SLURM_PREFIX := $(SLURM_PREFIX)
+export SLURM_PREFIX SLURM_SRC ISLE_SLURM_PREFIX
 
 # Filled by module.mk fragments.
 LIBS_A      :=
@@ -54,16 +154,36 @@ INTEG_TESTS :=
 BENCHES     :=
 ALL_OBJS    :=
 
-.PHONY: all deps test unit integration bench demo install clean format check-format
+.PHONY: all deps test unit integration bench demo install clean format \
+	check-format print-slurm FORCE
 all:
 
-DEPS_OK := $(B)/.deps-ok
-$(DEPS_OK): scripts/deps.sh
-	@mkdir -p $(B)
-	@scripts/deps.sh --check >/dev/null 2>&1 || scripts/deps.sh
+# Stage 1 has installed the dependencies; objects keep `| $(DEPS_OK)` as an
+# order-only prerequisite (DEPS_OK=FILE or DEPS_OK= still accepted).
+DEPS_OK ?= $(B)/.deps-ok
+ifneq ($(DEPS_OK),)
+$(DEPS_OK):
+	@mkdir -p $(dir $@)
 	@touch $@
+endif
 deps:
-	@scripts/deps.sh
+	@:
+
+print-slurm:
+	@echo "SLURM_VER=$(SLURM_VER)"
+	@echo "SLURM_PREFIX=$(SLURM_PREFIX)"
+	@echo "SLURM_SRC=$(SLURM_SRC)"
+	@echo "SLURM_PLUGIN_DIR=$(SLURM_PLUGIN_DIR)"
+
+# The Slurm tree the Slurm-dependent objects were compiled against. Its
+# contents change when the release (or site tree) changes, and those objects
+# list it as a prerequisite: switching SLURM= between runs recompiles them
+# instead of linking objects built for the other release into the plugins.
+SLURM_TREE_STAMP := $(B)/.slurm-tree
+$(SLURM_TREE_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SLURM_VER) $(SLURM_SRC) $(SLURM_PREFIX)' | cmp -s - $@ || \
+		echo '$(SLURM_VER) $(SLURM_SRC) $(SLURM_PREFIX)' >$@
 
 include topology/module.mk
 include placement/module.mk
@@ -71,6 +191,12 @@ include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
 include tests/module.mk
+
+# Objects compiled against the Slurm tree (see SLURM_TREE_STAMP).
+SLURM_DEP_OBJS := $(filter $(B)/slurm_plugin/%,$(ALL_OBJS)) \
+		  $(SLURM_TOPO_COMMON_OBJS) \
+		  $(B)/tests/unit/test_slurm_plugin_spank_opts.o
+$(SLURM_DEP_OBJS): $(SLURM_TREE_STAMP)
 
 all: $(DEPS_OK) $(LIBS_A) $(BINS) $(SHLIBS) $(PLUGINS) $(UNIT_TESTS)
 
@@ -136,3 +262,4 @@ check-format:
 		exit 1; fi; echo "check-format: $$n files OK"
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
+endif # stage 2

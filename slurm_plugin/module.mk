@@ -80,7 +80,7 @@ BENCHES += bench-slurm
 .PHONY: bench-slurm
 bench-slurm: $(PLUGINS) $(BINS)
 	@mkdir -p $(B)/bench
-	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json
+	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side-$(SLURM_VER).json
 
 UNIT_TESTS += $(B)/tests/test_slurm_plugin_store
 $(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \

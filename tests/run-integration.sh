@@ -4,6 +4,10 @@
 # Prints a closing "integration: N passed, N failed, N skipped" line.
 set -u
 pass=0 fail=0 skip=0 failed=()
+# Which Slurm (make exports ISLE_SLURM_PREFIX for the release it selected).
+if [ -n "${ISLE_SLURM_PREFIX:-}" ] && [ -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ]; then
+	echo "integration: $("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V) in $ISLE_SLURM_PREFIX"
+fi
 for t in "$@"; do
 	name=$(basename "$t" .sh)
 	echo "=== integration: $name"

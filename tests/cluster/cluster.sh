@@ -22,7 +22,8 @@
 #   --node-prefix P      node names P01..PNN (default n; 3 digits from 100 nodes)
 #   --node-extra "K=V"   appended to every NodeName line (e.g. "Features=rack1")
 #   --topology T         default|tree|block|isle|... -> TopologyPlugin=topology/T
-#                        (default: default). tree/block without --topo-conf get
+#                        (default: default; default and flat both mean the
+#                        release's flat plugin: topology/flat from 25.05 on). tree/block without --topo-conf get
 #                        one switch / one block holding every node.
 #   --topo-conf FILE     copied to etc/topology.conf (etc/topology.yaml if *.yaml)
 #   --gres-conf FILE     copied to etc/gres.conf instead of the generated one
@@ -80,7 +81,8 @@
 # namespace. ISLE_NO_NS=1 disables this (tests/cluster/isle-cluster start
 # does, since its daemons must serve the caller's shell).
 #
-# Environment: ISLE_SLURM_PREFIX (default $SLURM_PREFIX, else
+# Environment: ISLE_SLURM_PREFIX (default $SLURM_PREFIX, else the prefix
+# scripts/deps.sh --print gives for release $SLURM, 24.11 or 26.05: e.g.
 # /opt/isle/slurm-24.11.5), ISLE_TMPDIR (parent of run dirs, default
 # $TMPDIR or /tmp), ISLE_KEEP=1, ISLE_NO_TRAP=1, ISLE_CLUSTER_QUIET=1,
 # ISLE_NO_NS=1, ISLE_SKIP_PORT_CHECK=1 (tests: let the daemon hit EADDRINUSE).
@@ -94,7 +96,16 @@ fi
 ISLE__CLUSTER_SH=1
 
 ISLE__REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-: "${ISLE_SLURM_PREFIX:=${SLURM_PREFIX:-${ISLE_CACHE:-/opt/isle}/slurm-24.11.5}}"
+# The Slurm release: ISLE_SLURM_PREFIX, else SLURM_PREFIX (make exports both
+# for the release it builds against), else the prefix scripts/deps.sh maps
+# SLURM (24.11 by default, or 26.05) to.
+if [ -z "${ISLE_SLURM_PREFIX:-}" ]; then
+	if [ -n "${SLURM_PREFIX:-}" ]; then
+		ISLE_SLURM_PREFIX=$SLURM_PREFIX
+	else
+		ISLE_SLURM_PREFIX=$("$ISLE__REPO/scripts/deps.sh" --print | sed -n 's/^SLURM_PREFIX := //p')
+	fi
+fi
 ISLE__STARTED_DIRS=()
 
 # Why a mount namespace: auth/slurm clients (sbatch, srun, scontrol, libslurm)
@@ -802,6 +813,12 @@ isle_cluster_start() {
 		isle__err "must run as root (slurmd runs jobs as root here and mknod needs root)"
 		return 1
 	fi
+	# Slurm 25.05 renamed topology/default to topology/flat (and reads
+	# "topology/default" in slurm.conf as flat): take either name on either
+	# release, and write the one the release has.
+	case $o_topology in default | flat)
+		[ -e "$ISLE_SLURM_PREFIX/lib/slurm/topology_flat.so" ] && o_topology=flat || o_topology=default ;;
+	esac
 	if [ ! -e "$ISLE_SLURM_PREFIX/lib/slurm/topology_$o_topology.so" ]; then
 		local found="" pd
 		IFS=: read -r -a pd <<<"${o_plugin_dir:-$ISLE__REPO/build/slurm}"
