@@ -11,7 +11,7 @@
 # Here, in a copy of the working tree, make runs with a PATH that has no
 # mpicc (as on a machine without Open MPI) and DEPS_SCRIPT pointing at a fake
 # deps script that "installs" Open MPI by putting mpicc back on that PATH.
-# One make run must then build the MPI objects (bench_comm, libisle_mpi.so),
+# One make run must then build the MPI objects (bench_comm, libisle_mpi_ompi.so),
 # which only works if the dependency stage came first. Also: `make clean`
 # does not run the installer. Needs mpicc on this machine; no root.
 set -euo pipefail
@@ -86,7 +86,7 @@ fi
 : >"$log"
 
 echo "== one make run of the MPI targets, mpicc absent until deps runs"
-targets="build/bench/bench_comm build/lib/libisle_mpi.so"
+targets="build/bench/bench_comm build/lib/libisle_mpi_ompi.so"
 if ! run_make -j2 $targets >"$work/make.out" 2>&1; then
 	tail -20 "$work/make.out"
 	echo "FAIL: the first make run failed (flags computed before the dependency stage?)"
