@@ -31,77 +31,11 @@
 #include "src/interfaces/gres.h"
 #include "src/plugins/topology/common/eval_nodes.h"
 
-static const char *_env_value(job_record_t *job_ptr, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (uint32_t i = 0; i < job_ptr->spank_job_env_size; i++) {
-		const char *e = job_ptr->spank_job_env[i];
-
-		if (!e)
-			continue;
-		/* slurmctld prefixes every entry with SPANK_ on submit. */
-		if (!strncmp(e, "SPANK_", 6))
-			e += 6;
-		if (!strncmp(e, name, len) && e[len] == '=')
-			return e + len + 1;
-	}
-	return NULL;
-}
-
-/* err without control characters: it quotes user text and ends up in the
- * AdminComment, the log and `islectl explain`. */
-static void _printable(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
-
 int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
 		       char *err, size_t errlen)
 {
-	struct isle__spank_opts user = {0}, job;
-	char perr[200];
-	int rc = 0;
-
-	/* A job with no isle option keeps the engine's defaults. */
-	o->set = 0;
-	o->tp = o->pp = 1;
-	o->mode = ISLE_PLACE_PREFERRED;
-	o->span = ISLE_TIER_CORE;
-	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		const char *name = isle__spank_opt_env(opt);
-		const char *v = _env_value(job_ptr, name);
-
-		if (!v)
-			continue;
-		if (isle__spank_env_parse(&user, opt, v, perr, sizeof(perr))) {
-			snprintf(err, errlen, "job option %s refused: %s", name,
-				 perr);
-			rc = -EINVAL;
-			goto out;
-		}
-	}
-	if (!user.set)
-		return 0;
-	/* Unset options from the admin's defaults, then max_tp and the
-	 * allowed codecs, exactly as sbatch resolves them. */
-	if (isle__spank_resolve(&isle__ctx.policy, &user, &job, perr,
-				sizeof(perr))) {
-		snprintf(err, errlen, "job options refused: %s", perr);
-		rc = -EINVAL;
-		goto out;
-	}
-	o->set = 1;
-	o->tp = job.tp;
-	o->pp = job.pp;
-	o->mode = job.mode;
-	o->span = job.span;
-out:
-	if (rc)
-		_printable(err);
-	return rc;
+	return isle__job_env_opts(&isle__ctx.policy, job_ptr->spank_job_env,
+				  job_ptr->spank_job_env_size, o, err, errlen);
 }
 
 static bool _is_gpu(gres_state_t *gs)
