@@ -416,15 +416,21 @@ void isle__decision_none(job_record_t *job_ptr,
 			 const struct isle_place_cand *cands, int ncands)
 {
 	char *line = xstrdup_printf("isle: %s: %s", what, reason);
-	bool may_start = !xstrcmp(what, "default selection");
+	bool may_start = xstrcmp(what, "waiting") && xstrcmp(what, "refused");
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
 	if (!isle__store_same(_key(job_ptr), line)) {
-		/* Options refused here are the user's mistake (or a job that
-		 * bypassed sbatch): say it once per job where admins look. */
-		if (!req)
+		/* Once per job and reason, not per evaluation: options
+		 * refused here (a job that bypassed sbatch), requests that
+		 * can never be placed and the fallback are said where admins
+		 * look; the rest at debug level. */
+		if (!req || !xstrcmp(what, "refused") ||
+		    !strncmp(line, "isle: fallback", 14) ||
+		    strstr(reason, "fallback"))
 			info("isle: %pJ: %s: %s", job_ptr, what, reason);
+		else
+			debug("isle: %pJ: %s: %s", job_ptr, what, reason);
 		o = _record_json(job_ptr, line, reason);
 		if (req)
 			json_object_object_add(o, "request",

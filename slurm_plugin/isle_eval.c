@@ -330,6 +330,71 @@ static int _eval_on(topology_eval_t *te, bitstr_t *nodes)
 	return rc;
 }
 
+/* GPUs of the largest NVLink island of the model. */
+static int _max_island(void)
+{
+	const isle_topo *t = isle__ctx.topo;
+	int max = 0;
+
+	for (int i = 0; t && i < t->nislands; i++)
+		max = MAX(max, t->islands[i].ngpus);
+	return max;
+}
+
+/* True if cons_tres is testing whether the job could ever run (submit,
+ * will-run): it then counts every GPU as free (use_total_gres). */
+static bool _testing(topology_eval_t *te)
+{
+	for (int i = 0; next_node_bitmap(te->node_map, &i); i++) {
+		sock_gres_t *sg = _node_gpu_sock(te->avail_res_array[i]);
+
+		if (sg)
+			return sg->use_total_gres;
+	}
+	return false;
+}
+
+int isle__eval_fallback(topology_eval_t *te)
+{
+	job_record_t *job_ptr = te->job_ptr;
+	struct isle_place_req req;
+	struct isle__job_opts o;
+	char err[256], *what = NULL, *reason = NULL;
+	int ret = ESLURM_NOT_SUPPORTED;
+
+	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err)))
+		o.set = 0; /* refused options: preferred, like any job */
+	isle_place_req_init(&req);
+	req.tp = o.tp;
+	req.pp = o.pp;
+	req.mode = o.mode;
+	req.max_span = o.span;
+	if (!_gpu_request(te, &req))
+		return ESLURM_NOT_SUPPORTED;
+	/* No model, so no placement keeps TP groups inside islands: required
+	 * mode waits until the file loads again, the rest runs where Slurm's
+	 * default selection puts it, and the AdminComment says so instead of
+	 * keeping an earlier plan. The submit test lets the job queue. */
+	if (o.set && o.mode == ISLE_PLACE_REQUIRED) {
+		what = xstrdup("waiting");
+		reason = xstrdup_printf("fallback (cannot load the cluster "
+					"file: %s): required mode waits for a "
+					"valid cluster file",
+					isle__ctx.load_error);
+		if (!_testing(te))
+			ret = SLURM_ERROR;
+	} else {
+		what = xstrdup_printf("fallback (cannot load the cluster file: "
+				      "%s)",
+				      isle__ctx.load_error);
+		reason = xstrdup("Slurm's default selection");
+	}
+	isle__decision_none(job_ptr, &req, what, reason, NULL, 0);
+	xfree(what);
+	xfree(reason);
+	return ret;
+}
+
 int isle__eval_nodes(topology_eval_t *te)
 {
 	struct isle__ctx *c = &isle__ctx;
@@ -364,6 +429,20 @@ int isle__eval_nodes(topology_eval_t *te)
 	req.max_span = o.span;
 	if (!_gpu_request(te, &req))
 		return ESLURM_NOT_SUPPORTED;
+	/* What job_submit/isle refuses at submit, for jobs that reach the
+	 * scheduler without it: the reason in words, not the engine's. */
+	if (isle__job_gpu_check(&o,
+				req.gpus ? req.gpus
+					 : (long)req.gpus_per_node * req.nodes,
+				_max_island(), err, sizeof(err))) {
+		if (o.mode == ISLE_PLACE_REQUIRED)
+			ret = SLURM_ERROR;
+		isle__decision_none(job_ptr, &req,
+				    ret == SLURM_ERROR ? "refused"
+						       : "default selection",
+				    err, NULL, 0);
+		return ret;
+	}
 
 	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
 	eligible = xcalloc((c->topo->nnodes + 63) / 64 + 1, sizeof(uint64_t));
@@ -403,10 +482,6 @@ int isle__eval_nodes(topology_eval_t *te)
 			what = "waiting";
 		else
 			what = "refused";
-		if (rc == -ENOSPC || ret != SLURM_ERROR)
-			debug("isle: %pJ: %s: %s", job_ptr, what, res.reason);
-		else
-			info("isle: %pJ: %s: %s", job_ptr, what, res.reason);
 		isle__decision_none(job_ptr, &req, what, res.reason, cands,
 				    ncands);
 		goto out;
@@ -417,8 +492,6 @@ int isle__eval_nodes(topology_eval_t *te)
 		if (o.mode == ISLE_PLACE_REQUIRED)
 			ret = SLURM_ERROR;
 		what = (ret == SLURM_ERROR) ? "waiting" : "default selection";
-		debug("isle: %pJ: %s: Slurm rejected the isle nodes", job_ptr,
-		      what);
 		isle__decision_none(job_ptr, &req, what,
 				    "the isle nodes lack CPUs, memory or other "
 				    "resources this job needs",

@@ -161,6 +161,11 @@ void isle__topoinfo_free(struct isle__topoinfo *ti);
 /* The eval_nodes callback cons_tres runs through common_topo_choose_nodes. */
 int isle__eval_nodes(topology_eval_t *topo_eval);
 
+/* The callback while the cluster file cannot be loaded (fallback):
+ * required-mode isle jobs wait, the rest get Slurm's default selection;
+ * either way the AdminComment names the fallback. */
+int isle__eval_fallback(topology_eval_t *topo_eval);
+
 /*
  * The job's options (isle__job_env_opts with isle__ctx.policy): the
  * environment reaches slurmctld from libslurm, scontrol or slurmrestd
