@@ -27,10 +27,12 @@ static uint8_t job_state[NJOBS + 2];
 static char dir[] = "/tmp/isle-store-test.XXXXXX";
 
 /* Array task keys (above UINT32_MAX) start as job id key >> 32. */
-static void probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
-		  void *arg)
+static void probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
+		  uint8_t *state, uint32_t *ids, char **gpus, void *arg)
 {
 	(void)arg;
+	(void)need_gpus;
+	(void)gpus;
 	for (int i = 0; i < n; i++) {
 		uint64_t k = keys[i] > UINT32_MAX ? keys[i] >> 32 : keys[i];
 
