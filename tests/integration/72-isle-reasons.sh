@@ -123,13 +123,16 @@ for j in "${jobs[@]}"; do
 	placement=$(echo "$out" | grep '^Placement:') || fail "explain $j has no Placement line: $out"
 	echo "job $j: $granted"
 	nn=0
-	while read -r node idx; do
-		nn=$((nn + 1))
-		[ -n "$idx" ] || fail "job $j: no GRES index on $node in scontrol -d"
-		echo "$granted" | grep -q " $node GPUs $idx;" ||
-			fail "job $j: Slurm granted $node GPUs $idx, explain says: $granted"
-		echo "$placement" | grep -q " $node GPUs $idx;" ||
-			fail "job $j: Slurm granted $node GPUs $idx, the recorded placement says: $placement"
+	# scontrol -d groups nodes with the same GRES ("n[03-04] 0-1").
+	while read -r nodes idx; do
+		[ -n "$idx" ] || fail "job $j: no GRES index on $nodes in scontrol -d"
+		for node in $(scontrol show hostnames "$nodes"); do
+			nn=$((nn + 1))
+			echo "$granted" | grep -qF " $node GPUs $idx;" ||
+				fail "job $j: Slurm granted $node GPUs $idx, explain says: $granted"
+			echo "$placement" | grep -qF " $node GPUs $idx;" ||
+				fail "job $j: Slurm granted $node GPUs $idx, the recorded placement says: $placement"
+		done
 	done < <(isle_pt_gres_idx "$j")
 	[ "$nn" -gt 0 ] || fail "job $j: no GRES in scontrol -d show job"
 	[ "$(echo "$granted" | grep -o ' GPUs ' | wc -l)" = "$nn" ] ||
