@@ -18,12 +18,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <json-c/json.h>
 
-#include "isle_plugin.h"
+#include "isle_compat.h"
 
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
@@ -49,8 +50,6 @@ static uint64_t _key(job_record_t *job_ptr)
 	return job_ptr->job_id;
 }
 
-/* The writer thread's view of Slurm: started (has been given nodes) or
- * gone (purged after MinJobAge, or never accepted). */
 /* Per node GPU indices Slurm granted the started job, as the store's JSON
  * array (NULL if the job has no GPU bitmaps). Job and node read locks. */
 static char *_granted(job_record_t *job_ptr)
@@ -102,6 +101,8 @@ static char *_granted(job_record_t *job_ptr)
 	return out;
 }
 
+/* The writer thread's view of Slurm: started (has been given nodes) or
+ * gone (purged after MinJobAge, or never accepted). */
 static void _probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
 		   uint8_t *state, uint32_t *ids, char **gpus, void *arg)
 {
@@ -425,6 +426,40 @@ static json_object *_record_json(job_record_t *job_ptr, const char *line,
 	return o;
 }
 
+/*
+ * The job's current decision as its topology info, where the release keeps
+ * one (26.05): Slurm clears it before each evaluation and packs it into the
+ * job's saved state, so it is set on every evaluation, from the store.
+ */
+static void _jobinfo_set(job_record_t *job_ptr, const char *line,
+			 const struct isle_place_result *res,
+			 const char *islands)
+{
+	uint64_t key;
+	char *record;
+
+	if (!isle__compat_has_jobinfo)
+		return;
+	key = _key(job_ptr);
+	record = isle__store_get(key);
+	isle__compat_set_jobinfo(
+	    job_ptr,
+	    isle__jobinfo_create(job_ptr, key, line, res, islands, record));
+	free(record);
+}
+
+void isle__decision_restore(uint64_t key, const char *line, const char *record)
+{
+	int rc = isle__store_put(key, line, record);
+
+	if (rc < 0)
+		error("isle: cannot restore the decision record of job key "
+		      "%" PRIu64 ": %s",
+		      key, strerror(-rc));
+	else if (rc > 0)
+		isle__store_kick();
+}
+
 void isle__decision_record(job_record_t *job_ptr,
 			   const struct isle_place_req *req,
 			   const struct isle_place_result *res,
@@ -465,6 +500,7 @@ void isle__decision_record(job_record_t *job_ptr,
 	} else if (!planned) {
 		isle__store_kick();
 	}
+	_jobinfo_set(job_ptr, line, res, islands);
 	xfree(sig);
 	xfree(line);
 	xfree(islands);
@@ -504,5 +540,6 @@ void isle__decision_none(job_record_t *job_ptr,
 	} else if (may_start) {
 		isle__store_kick();
 	}
+	_jobinfo_set(job_ptr, line, NULL, NULL);
 	xfree(line);
 }

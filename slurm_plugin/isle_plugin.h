@@ -2,7 +2,12 @@
  * isle_plugin.h - internals of the topology/isle Slurm plugin.
  *
  * Layout follows topology/tree:
- *   topology_isle.c  entry points that src/interfaces/topology.c dlsyms
+ *   isle_compat.c    entry points that src/interfaces/topology.c dlsyms,
+ *                    per Slurm release (API in isle_compat.h)
+ *   topology_isle.c  the entry points' bodies, written once
+ *   isle_nodes.c     dynamic nodes, node topology strings, task ranks
+ *   isle_jobinfo.c   the decision as per-job topology info (26.05)
+ *   isle_version.c   built-for vs running Slurm
  *   isle_records.c   cluster file, Slurm <-> model node maps, topoinfo
  *   isle_eval.c      eval_nodes: placement engine inside cons_tres's maps
  *   isle_decision.c  the "isle:" AdminComment line and decision records

@@ -349,11 +349,27 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	/* A single task has nobody to reduce with. */
 	if (!st->policy.shim_path[0] || ntasks < 2)
 		return 0;
+	/*
+	 * Checked here, in the task: container plugins listed before isle
+	 * (pyxis) have set up the step's mount namespace by now, so a path
+	 * the step cannot see is never preloaded (ld.so would print an error
+	 * for every process). One notice per step, from its first task.
+	 */
 	if (access(st->policy.shim_path, R_OK)) {
-		if (task_id == 0)
-			_say_shim_off(job_id, node,
-				      "the shim library configured in "
-				      "plugstack.conf is missing on this node");
+		uint32_t global_id = 1;
+
+		if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id) ==
+			ESPANK_SUCCESS &&
+		    global_id == 0) {
+			char msg[sizeof(st->policy.shim_path) + 160];
+
+			snprintf(msg, sizeof(msg),
+				 "%s is not visible in this step (a container "
+				 "without isle's mount, see docs/admin.md, or "
+				 "missing on this node): not preloaded",
+				 st->policy.shim_path);
+			_say_shim_off(job_id, node, msg);
+		}
 		return 0;
 	}
 	if (_preload_shim(sp, st->policy.shim_path) && task_id == 0)

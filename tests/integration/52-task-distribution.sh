@@ -27,7 +27,7 @@ done
 # Plans need a shim= (without one the shim is off); any harmless library
 # shows the mechanics.
 shim=
-for f in "$repo/build/lib/libisle_mpi.so" /usr/lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libm.so.6; do
+for f in "$repo/build/lib/libisle_preload.so" /usr/lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libm.so.6; do
 	[ -f "$f" ] && { shim=$f; break; }
 done
 [ -n "$shim" ] || { echo "SKIP: no library to name as shim="; exit 77; }

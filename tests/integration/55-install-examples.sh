@@ -22,7 +22,7 @@ source "$repo/tests/cluster/cluster.sh"
 isle_cluster_require
 
 [ -f "$repo/build/slurm/spank_isle.so" ] || { echo "SKIP: isle is not built (make)"; exit 77; }
-command -v mpicc >/dev/null || { echo "SKIP: no MPI: the example's shim libisle_mpi.so is not built"; exit 77; }
+command -v mpicc >/dev/null || { echo "SKIP: no MPI: the example's shim libisle_preload.so backends are not built"; exit 77; }
 
 fail() {
 	echo "FAIL: $*"
@@ -40,7 +40,7 @@ plugin_dir=/usr/lib/x86_64-linux-gnu/slurm-wlm
 make -s -C "$repo" install DESTDIR="$stage" PREFIX="$prefix" \
 	SLURM_PLUGIN_DIR="$plugin_dir" >"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log"; fail "make install into $stage"; }
-for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisle_mpi.so" \
+for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisle_preload.so" \
 	"$plugin_dir/topology_isle.so" "$plugin_dir/spank_isle.so"; do
 	[ -f "$stage$f" ] || fail "make install did not install $f ($(cd "$stage" && find . -type f | sort | tr '\n' ' '))"
 done
@@ -129,7 +129,7 @@ job tp -N2 --gpus-per-node="$gpus_per_node" --ntasks-per-node="$gpus_per_node" \
 	--isle-tp="$gpus_per_node" --isle-pp=2
 want=$((2 * gpus_per_node))
 [ "$(plans tp)" = "$want" ] || { cat "$jobs/tp.out" "$jobs/tp.err"; fail "tp: $(plans tp) of $want tasks got ISLE_PLAN"; }
-[ "$(grep -c "^TASK .*preload=.*$stage$prefix/lib/isle/libisle_mpi.so" "$jobs/tp.out")" = "$want" ] ||
+[ "$(grep -c "^TASK .*preload=.*$stage$prefix/lib/isle/libisle_preload.so" "$jobs/tp.out")" = "$want" ] ||
 	fail "tp: the installed shim is not in every task's LD_PRELOAD"
 comment=$(scontrol show job "$(cat "$jobs/tp.id")" | grep -o 'AdminComment=.*' || true)
 [[ $comment == "AdminComment=isle: tp=$gpus_per_node pp=2 "* ]] || fail "tp: '$comment'"

@@ -19,6 +19,10 @@
 #include <slurm/slurm_errno.h>
 
 #define MAX_SPANK 16
+/* The response's job id field (the test passes step_id.job_id for 26.05). */
+#ifndef ISLE_SUBMIT_JOB_ID
+#define ISLE_SUBMIT_JOB_ID job_id
+#endif
 
 int main(int argc, char **argv)
 {
@@ -74,7 +78,7 @@ int main(int argc, char **argv)
 		slurm_fini();
 		return 1;
 	}
-	printf("%u\n", resp->job_id);
+	printf("%u\n", resp->ISLE_SUBMIT_JOB_ID);
 	slurm_free_submit_response_response_msg(resp);
 	slurm_fini();
 	return 0;
