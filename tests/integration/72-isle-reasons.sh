@@ -48,7 +48,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t72.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 prefix=${ISLE_SLURM_PREFIX:-/opt/isle/slurm-24.11.5}
-cc -O1 -o "$work/isle_submit" "$repo/tests/integration/isle_submit.c" \
+# The job id of a submit response: resp->job_id on 24.11,
+# resp->step_id.job_id from 26.05 on.
+resp_id=step_id.job_id
+grep -q "^	uint32_t job_id;.*" <(sed -n '/^typedef struct submit_response_msg {/,/^}/p' "$prefix/include/slurm/slurm.h") &&
+	resp_id=job_id
+cc -O1 -DISLE_SUBMIT_JOB_ID="$resp_id" -o "$work/isle_submit" "$repo/tests/integration/isle_submit.c" \
 	-I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lslurm ||
 	fail "cannot build isle_submit against $prefix"
 
