@@ -86,17 +86,19 @@ static char *_granted(job_record_t *job_ptr)
 		g = json_object_new_array();
 		for (int k = 0; b && k < bit_size(b); k++)
 			if (bit_test(b, k))
-				json_object_array_add(g, json_object_new_int(k));
+				json_object_array_add(g,
+						      json_object_new_int(k));
 		any |= b != NULL;
 		FREE_NULL_BITMAP(b);
 		json_object_object_add(
-		    n, "node", json_object_new_string(node_record_table_ptr[i]->name));
+		    n, "node",
+		    json_object_new_string(node_record_table_ptr[i]->name));
 		json_object_object_add(n, "gpus", g);
 		json_object_array_add(arr, n);
 	}
 	if (any)
-		out = strdup(
-		    json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN));
+		out = strdup(json_object_to_json_string_ext(
+		    arr, JSON_C_TO_STRING_PLAIN));
 	json_object_put(arr);
 	return out;
 }

@@ -431,10 +431,9 @@ int isle__eval_nodes(topology_eval_t *te)
 		return ESLURM_NOT_SUPPORTED;
 	/* What job_submit/isle refuses at submit, for jobs that reach the
 	 * scheduler without it: the reason in words, not the engine's. */
-	if (isle__job_gpu_check(&o,
-				req.gpus ? req.gpus
-					 : (long)req.gpus_per_node * req.nodes,
-				_max_island(), err, sizeof(err))) {
+	if (isle__job_gpu_check(
+		&o, req.gpus ? req.gpus : (long)req.gpus_per_node * req.nodes,
+		_max_island(), err, sizeof(err))) {
 		if (o.mode == ISLE_PLACE_REQUIRED)
 			ret = SLURM_ERROR;
 		isle__decision_none(job_ptr, &req,

@@ -41,9 +41,9 @@ static int _plugstack_file(struct isle__spank_policy *p, const char *file,
 			   int depth, char *err, size_t errlen, int *found);
 
 /* include PATTERN: relative to the including file, glob(3) as Slurm. */
-static int _plugstack_include(struct isle__spank_policy *p,
-			      const char *file, int line, const char *pat,
-			      int depth, char *err, size_t errlen, int *found)
+static int _plugstack_include(struct isle__spank_policy *p, const char *file,
+			      int line, const char *pat, int depth, char *err,
+			      size_t errlen, int *found)
 {
 	char *full = NULL, *dirc;
 	glob_t gl;
@@ -57,8 +57,8 @@ static int _plugstack_include(struct isle__spank_policy *p,
 	}
 	if (!glob(pat, 0, NULL, &gl)) {
 		for (size_t i = 0; !rc && !*found && i < gl.gl_pathc; i++)
-			rc = _plugstack_file(p, gl.gl_pathv[i], depth + 1,
-					     err, errlen, found);
+			rc = _plugstack_file(p, gl.gl_pathv[i], depth + 1, err,
+					     errlen, found);
 		globfree(&gl);
 	}
 	(void)line;
@@ -93,8 +93,8 @@ static int _plugstack_file(struct isle__spank_policy *p, const char *file,
 		if (ac < 2)
 			continue;
 		if (!strcasecmp(av[0], "include")) {
-			rc = _plugstack_include(p, file, lineno, av[1], depth, err,
-						errlen, found);
+			rc = _plugstack_include(p, file, lineno, av[1], depth,
+						err, errlen, found);
 			continue;
 		}
 		if (strcasecmp(av[0], "required") &&
@@ -104,8 +104,8 @@ static int _plugstack_file(struct isle__spank_policy *p, const char *file,
 		if (xstrcmp(tok ? tok + 1 : av[1], "spank_isle.so"))
 			continue;
 		*found = 1;
-		if (isle__spank_policy_parse(p, ac - 2, av + 2,
-					     perr, sizeof(perr))) {
+		if (isle__spank_policy_parse(p, ac - 2, av + 2, perr,
+					     sizeof(perr))) {
 			snprintf(err, errlen, "%s:%d: %s", file, lineno, perr);
 			rc = -EINVAL;
 		}

@@ -38,8 +38,8 @@ enum { ISLE_STORE_LOG_ERROR = 0, ISLE_STORE_LOG_INFO, ISLE_STORE_LOG_DEBUG };
  */
 typedef void (*isle__store_probe_fn)(const uint64_t *keys,
 				     const uint8_t *need_gpus, int n,
-				     uint8_t *state, uint32_t *ids,
-				     char **gpus, void *arg);
+				     uint8_t *state, uint32_t *ids, char **gpus,
+				     void *arg);
 typedef void (*isle__store_log_fn)(int level, const char *msg);
 
 struct isle__store_stats {

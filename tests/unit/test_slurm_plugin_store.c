@@ -156,7 +156,8 @@ static void test_store(void **state)
 	/* The saved record carries what the scheduler granted. */
 	r = isle__store_get(5);
 	assert_non_null(r);
-	assert_non_null(strstr(r, "\"granted\":[{\"node\":\"n01\",\"gpus\":[4,5]}]"));
+	assert_non_null(
+	    strstr(r, "\"granted\":[{\"node\":\"n01\",\"gpus\":[4,5]}]"));
 	assert_non_null(strstr(r, "isle: tp=8"));
 	free(r);
 
