@@ -109,6 +109,7 @@ static void _print_text(json_object *rec, FILE *out)
 {
 	json_object *rq = _obj(rec, "request"), *pl = _obj(rec, "placement");
 	json_object *cands = _obj(rec, "candidates"), *per_node, *cost, *ideal;
+	json_object *granted;
 
 	fprintf(out, "Job %s: %s\n", _str(rec, "job_id", "?"),
 		_str(rec, "line", ""));
@@ -151,6 +152,21 @@ static void _print_text(json_object *rec, FILE *out)
 			_num(cost, "total"), _num(cost, "tp"), _num(cost, "pp"),
 			_num(cost, "dp"), _num(ideal, "total"),
 			_num(pl, "cost_ratio"), _num(pl, "frag"));
+	}
+	/* What Slurm granted when the job started (the saved record). */
+	if ((granted = _obj(rec, "granted")) &&
+	    json_object_is_type(granted, json_type_array)) {
+		fprintf(out, "Granted:   ");
+		for (size_t i = 0; i < json_object_array_length(granted); i++) {
+			json_object *n = json_object_array_get_idx(granted, i);
+			json_object *g = _obj(n, "gpus");
+
+			fprintf(out, " %s GPUs ", _str(n, "node", "?"));
+			if (g)
+				_print_gpu_list(out, g);
+			fputc(';', out);
+		}
+		fputc('\n', out);
 	}
 	if (cands && json_object_array_length(cands)) {
 		fprintf(out, "Candidates: %-24s %-8s %12s %8s  %s\n", "scope",

@@ -30,6 +30,7 @@
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/interfaces/gres.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
@@ -49,12 +50,65 @@ static uint64_t _key(job_record_t *job_ptr)
 	return job_ptr->job_id;
 }
 
+/* Per node GPU indices Slurm granted the started job, as the store's JSON
+ * array (NULL if the job has no GPU bitmaps). Job and node read locks. */
+static char *_granted(job_record_t *job_ptr)
+{
+	job_resources_t *jr = job_ptr->job_resrcs;
+	uint32_t gpu_id = gres_get_gpu_plugin_id();
+	json_object *arr;
+	char *out = NULL;
+	int j = 0, any = 0;
+
+	if (!jr || !jr->node_bitmap || !job_ptr->gres_list_alloc)
+		return NULL;
+	arr = json_object_new_array();
+	for (int i = 0; next_node_bitmap(jr->node_bitmap, &i); i++, j++) {
+		json_object *n = json_object_new_object(), *g;
+		bitstr_t *b = NULL;
+		list_itr_t *it;
+		gres_state_t *gs;
+
+		it = list_iterator_create(job_ptr->gres_list_alloc);
+		while ((gs = list_next(it))) {
+			gres_job_state_t *gj = gs->gres_data;
+
+			if (gs->plugin_id != gpu_id || !gj ||
+			    !gj->gres_bit_alloc || j >= (int)gj->node_cnt ||
+			    !gj->gres_bit_alloc[j])
+				continue;
+			if (!b)
+				b = bit_copy(gj->gres_bit_alloc[j]);
+			else if (bit_size(b) == bit_size(gj->gres_bit_alloc[j]))
+				bit_or(b, gj->gres_bit_alloc[j]);
+		}
+		list_iterator_destroy(it);
+		g = json_object_new_array();
+		for (int k = 0; b && k < bit_size(b); k++)
+			if (bit_test(b, k))
+				json_object_array_add(g,
+						      json_object_new_int(k));
+		any |= b != NULL;
+		FREE_NULL_BITMAP(b);
+		json_object_object_add(
+		    n, "node",
+		    json_object_new_string(node_record_table_ptr[i]->name));
+		json_object_object_add(n, "gpus", g);
+		json_object_array_add(arr, n);
+	}
+	if (any)
+		out = strdup(json_object_to_json_string_ext(
+		    arr, JSON_C_TO_STRING_PLAIN));
+	json_object_put(arr);
+	return out;
+}
+
 /* The writer thread's view of Slurm: started (has been given nodes) or
  * gone (purged after MinJobAge, or never accepted). */
-static void _probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
-		   void *arg)
+static void _probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
+		   uint8_t *state, uint32_t *ids, char **gpus, void *arg)
 {
-	slurmctld_lock_t job_read = {.job = READ_LOCK};
+	slurmctld_lock_t job_read = {.job = READ_LOCK, .node = READ_LOCK};
 
 	(void)arg;
 	lock_slurmctld(job_read);
@@ -76,6 +130,8 @@ static void _probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
 		else {
 			state[i] = ISLE_STORE_JOB_STARTED;
 			ids[i] = job_ptr->job_id;
+			if (need_gpus[i])
+				gpus[i] = _granted(job_ptr);
 		}
 	}
 	unlock_slurmctld(job_read);
@@ -415,7 +471,7 @@ void isle__decision_record(job_record_t *job_ptr,
 	const isle_topo *t = isle__ctx.topo;
 	char *nodes = bitmap2node_name(node_map);
 	char *islands = _island_names(t, res);
-	char *line, *why;
+	char *line, *why, *sig;
 	json_object *o;
 
 	line = xstrdup_printf("isle: %stp=%d pp=%d dp=%d nodes=%s islands=%s "
@@ -424,7 +480,12 @@ void isle__decision_record(job_record_t *job_ptr,
 			      res->dp, nodes, islands, res->leafs,
 			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
-	if (!isle__store_same(_key(job_ptr), line)) {
+	/* The line names no GPUs: two decisions on the same nodes with
+	 * other GPUs differ, so the store compares both. */
+	sig = xstrdup(line);
+	for (int k = 0; k < res->nnodes; k++)
+		xstrfmtcat(sig, " %d:%" PRIx64, res->nodes[k], res->masks[k]);
+	if (!isle__store_same(_key(job_ptr), sig)) {
 		why = _why(t, res, cands, ncands);
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
 		o = _record_json(job_ptr, line, why);
@@ -436,12 +497,13 @@ void isle__decision_record(job_record_t *job_ptr,
 				       _placement_json(t, res, nodes, islands));
 		json_object_object_add(o, "candidates",
 				       _cands_json(t, cands, ncands));
-		_store(job_ptr, line, o, !planned);
+		_store(job_ptr, sig, o, !planned);
 		xfree(why);
 	} else if (!planned) {
 		isle__store_kick();
 	}
 	_jobinfo_set(job_ptr, line, res, islands);
+	xfree(sig);
 	xfree(line);
 	xfree(islands);
 	xfree(nodes);
@@ -453,15 +515,21 @@ void isle__decision_none(job_record_t *job_ptr,
 			 const struct isle_place_cand *cands, int ncands)
 {
 	char *line = xstrdup_printf("isle: %s: %s", what, reason);
-	bool may_start = !xstrcmp(what, "default selection");
+	bool may_start = xstrcmp(what, "waiting") && xstrcmp(what, "refused");
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
 	if (!isle__store_same(_key(job_ptr), line)) {
-		/* Options refused here are the user's mistake (or a job that
-		 * bypassed sbatch): say it once per job where admins look. */
-		if (!req)
+		/* Once per job and reason, not per evaluation: options
+		 * refused here (a job that bypassed sbatch), requests that
+		 * can never be placed and the fallback are said where admins
+		 * look; the rest at debug level. */
+		if (!req || !xstrcmp(what, "refused") ||
+		    !strncmp(line, "isle: fallback", 14) ||
+		    strstr(reason, "fallback"))
 			info("isle: %pJ: %s: %s", job_ptr, what, reason);
+		else
+			debug("isle: %pJ: %s: %s", job_ptr, what, reason);
 		o = _record_json(job_ptr, line, reason);
 		if (req)
 			json_object_object_add(o, "request",

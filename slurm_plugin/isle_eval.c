@@ -31,77 +31,11 @@
 #include "src/interfaces/gres.h"
 #include "src/plugins/topology/common/eval_nodes.h"
 
-static const char *_env_value(job_record_t *job_ptr, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (uint32_t i = 0; i < job_ptr->spank_job_env_size; i++) {
-		const char *e = job_ptr->spank_job_env[i];
-
-		if (!e)
-			continue;
-		/* slurmctld prefixes every entry with SPANK_ on submit. */
-		if (!strncmp(e, "SPANK_", 6))
-			e += 6;
-		if (!strncmp(e, name, len) && e[len] == '=')
-			return e + len + 1;
-	}
-	return NULL;
-}
-
-/* err without control characters: it quotes user text and ends up in the
- * AdminComment, the log and `islectl explain`. */
-static void _printable(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
-
 int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
 		       char *err, size_t errlen)
 {
-	struct isle__spank_opts user = {0}, job;
-	char perr[200];
-	int rc = 0;
-
-	/* A job with no isle option keeps the engine's defaults. */
-	o->set = 0;
-	o->tp = o->pp = 1;
-	o->mode = ISLE_PLACE_PREFERRED;
-	o->span = ISLE_TIER_CORE;
-	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		const char *name = isle__spank_opt_env(opt);
-		const char *v = _env_value(job_ptr, name);
-
-		if (!v)
-			continue;
-		if (isle__spank_env_parse(&user, opt, v, perr, sizeof(perr))) {
-			snprintf(err, errlen, "job option %s refused: %s", name,
-				 perr);
-			rc = -EINVAL;
-			goto out;
-		}
-	}
-	if (!user.set)
-		return 0;
-	/* Unset options from the admin's defaults, then max_tp and the
-	 * allowed codecs, exactly as sbatch resolves them. */
-	if (isle__spank_resolve(&isle__ctx.policy, &user, &job, perr,
-				sizeof(perr))) {
-		snprintf(err, errlen, "job options refused: %s", perr);
-		rc = -EINVAL;
-		goto out;
-	}
-	o->set = 1;
-	o->tp = job.tp;
-	o->pp = job.pp;
-	o->mode = job.mode;
-	o->span = job.span;
-out:
-	if (rc)
-		_printable(err);
-	return rc;
+	return isle__job_env_opts(&isle__ctx.policy, job_ptr->spank_job_env,
+				  job_ptr->spank_job_env_size, o, err, errlen);
 }
 
 static bool _is_gpu(gres_state_t *gs)
@@ -396,6 +330,71 @@ static int _eval_on(topology_eval_t *te, bitstr_t *nodes)
 	return rc;
 }
 
+/* GPUs of the largest NVLink island of the model. */
+static int _max_island(void)
+{
+	const isle_topo *t = isle__ctx.topo;
+	int max = 0;
+
+	for (int i = 0; t && i < t->nislands; i++)
+		max = MAX(max, t->islands[i].ngpus);
+	return max;
+}
+
+/* True if cons_tres is testing whether the job could ever run (submit,
+ * will-run): it then counts every GPU as free (use_total_gres). */
+static bool _testing(topology_eval_t *te)
+{
+	for (int i = 0; next_node_bitmap(te->node_map, &i); i++) {
+		sock_gres_t *sg = _node_gpu_sock(te->avail_res_array[i]);
+
+		if (sg)
+			return sg->use_total_gres;
+	}
+	return false;
+}
+
+int isle__eval_fallback(topology_eval_t *te)
+{
+	job_record_t *job_ptr = te->job_ptr;
+	struct isle_place_req req;
+	struct isle__job_opts o;
+	char err[256], *what = NULL, *reason = NULL;
+	int ret = ESLURM_NOT_SUPPORTED;
+
+	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err)))
+		o.set = 0; /* refused options: preferred, like any job */
+	isle_place_req_init(&req);
+	req.tp = o.tp;
+	req.pp = o.pp;
+	req.mode = o.mode;
+	req.max_span = o.span;
+	if (!_gpu_request(te, &req))
+		return ESLURM_NOT_SUPPORTED;
+	/* No model, so no placement keeps TP groups inside islands: required
+	 * mode waits until the file loads again, the rest runs where Slurm's
+	 * default selection puts it, and the AdminComment says so instead of
+	 * keeping an earlier plan. The submit test lets the job queue. */
+	if (o.set && o.mode == ISLE_PLACE_REQUIRED) {
+		what = xstrdup("waiting");
+		reason = xstrdup_printf("fallback (cannot load the cluster "
+					"file: %s): required mode waits for a "
+					"valid cluster file",
+					isle__ctx.load_error);
+		if (!_testing(te))
+			ret = SLURM_ERROR;
+	} else {
+		what = xstrdup_printf("fallback (cannot load the cluster file: "
+				      "%s)",
+				      isle__ctx.load_error);
+		reason = xstrdup("Slurm's default selection");
+	}
+	isle__decision_none(job_ptr, &req, what, reason, NULL, 0);
+	xfree(what);
+	xfree(reason);
+	return ret;
+}
+
 int isle__eval_nodes(topology_eval_t *te)
 {
 	struct isle__ctx *c = &isle__ctx;
@@ -430,6 +429,19 @@ int isle__eval_nodes(topology_eval_t *te)
 	req.max_span = o.span;
 	if (!_gpu_request(te, &req))
 		return ESLURM_NOT_SUPPORTED;
+	/* What job_submit/isle refuses at submit, for jobs that reach the
+	 * scheduler without it: the reason in words, not the engine's. */
+	if (isle__job_gpu_check(
+		&o, req.gpus ? req.gpus : (long)req.gpus_per_node * req.nodes,
+		_max_island(), err, sizeof(err))) {
+		if (o.mode == ISLE_PLACE_REQUIRED)
+			ret = SLURM_ERROR;
+		isle__decision_none(job_ptr, &req,
+				    ret == SLURM_ERROR ? "refused"
+						       : "default selection",
+				    err, NULL, 0);
+		return ret;
+	}
 
 	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
 	eligible = xcalloc((c->topo->nnodes + 63) / 64 + 1, sizeof(uint64_t));
@@ -469,10 +481,6 @@ int isle__eval_nodes(topology_eval_t *te)
 			what = "waiting";
 		else
 			what = "refused";
-		if (rc == -ENOSPC || ret != SLURM_ERROR)
-			debug("isle: %pJ: %s: %s", job_ptr, what, res.reason);
-		else
-			info("isle: %pJ: %s: %s", job_ptr, what, res.reason);
 		isle__decision_none(job_ptr, &req, what, res.reason, cands,
 				    ncands);
 		goto out;
@@ -483,8 +491,6 @@ int isle__eval_nodes(topology_eval_t *te)
 		if (o.mode == ISLE_PLACE_REQUIRED)
 			ret = SLURM_ERROR;
 		what = (ret == SLURM_ERROR) ? "waiting" : "default selection";
-		debug("isle: %pJ: %s: Slurm rejected the isle nodes", job_ptr,
-		      what);
 		isle__decision_none(job_ptr, &req, what,
 				    "the isle nodes lack CPUs, memory or other "
 				    "resources this job needs",

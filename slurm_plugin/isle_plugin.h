@@ -12,6 +12,8 @@
  *   isle_eval.c      eval_nodes: placement engine inside cons_tres's maps
  *   isle_decision.c  the "isle:" AdminComment line and decision records
  *   isle_store.c     decision records in memory + their writer thread
+ *   isle_policy.c    cluster file path, plugstack.conf policy, job options
+ *                    and their GPU checks (shared with job_submit/isle)
  *                    (API in isle_store.h, free of Slurm calls)
  *
  * All state lives in one plugin context (isle__ctx). slurmctld calls the
@@ -74,11 +76,46 @@ struct isle__ctx {
 
 extern struct isle__ctx isle__ctx;
 
-/* --- isle_records.c ---------------------------------------------------- */
+/* --- isle_policy.c ----------------------------------------------------- */
 
 /* Cluster file path from TopologyParam=IsleFile=PATH, else isle.json
  * beside slurm.conf. Caller xfree()s. */
 char *isle__records_path(void);
+
+/* Reads the isle SPANK plugin's arguments from plugstack.conf
+ * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
+ * followed) into p. Without the plugin line, or on a bad argument (logged
+ * with file and line), the built-in defaults apply. */
+void isle__policy_read(struct isle__spank_policy *p);
+
+/* Job options carried in the job's SPANK environment. */
+struct isle__job_opts {
+	int tp, pp;
+	isle_place_mode mode;
+	isle_tier span;
+	int set; /* 1 if any SPANK_ISLE_* variable was present */
+};
+
+/*
+ * The options in a job's SPANK environment (env[nenv]), checked as sbatch
+ * checks them (spank_opts.c) and against the policy pol. Returns 0, or
+ * -EINVAL with err naming the variable and the limit (o then holds the
+ * defaults and must not be used for placement).
+ */
+int isle__job_env_opts(const struct isle__spank_policy *pol, char **env,
+		       uint32_t nenv, struct isle__job_opts *o, char *err,
+		       size_t errlen);
+
+/*
+ * What a request can be checked for before placement: tp x pp divides the
+ * job's GPU count (gpus <= 0: unknown, not checked) and, in required mode,
+ * tp fits the largest NVLink island (max_island GPUs; <= 0: unknown).
+ * 0, or -EINVAL / -E2BIG with a message for the user in err.
+ */
+int isle__job_gpu_check(const struct isle__job_opts *o, long gpus,
+			int max_island, char *err, size_t errlen);
+
+/* --- isle_records.c ---------------------------------------------------- */
 
 /* (Re)loads the cluster file and rebuilds the node maps. On failure logs
  * an error naming file and field, keeps no model (default selection) and
@@ -129,20 +166,15 @@ void isle__topoinfo_free(struct isle__topoinfo *ti);
 /* The eval_nodes callback cons_tres runs through common_topo_choose_nodes. */
 int isle__eval_nodes(topology_eval_t *topo_eval);
 
-/* Job options carried in the job's SPANK environment. */
-struct isle__job_opts {
-	int tp, pp;
-	isle_place_mode mode;
-	isle_tier span;
-	int set; /* 1 if any SPANK_ISLE_* variable was present */
-};
+/* The callback while the cluster file cannot be loaded (fallback):
+ * required-mode isle jobs wait, the rest get Slurm's default selection;
+ * either way the AdminComment names the fallback. */
+int isle__eval_fallback(topology_eval_t *topo_eval);
 
 /*
- * Reads the job's options, checked as sbatch checks them (spank_opts.c) and
- * against isle__ctx.policy: the environment reaches slurmctld from libslurm,
- * scontrol or slurmrestd without passing spank_isle.so. Returns 0, or
- * -EINVAL with err naming the variable and the limit (o then holds the
- * defaults and must not be used for placement).
+ * The job's options (isle__job_env_opts with isle__ctx.policy): the
+ * environment reaches slurmctld from libslurm, scontrol or slurmrestd
+ * without passing spank_isle.so.
  */
 int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
 		       char *err, size_t errlen);

@@ -6,8 +6,6 @@
  * build_config so that nothing else needs to care.
  */
 #include <errno.h>
-#include <glob.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -25,20 +23,6 @@
 struct isle__ctx isle__ctx = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-char *isle__records_path(void)
-{
-	const char *key = "IsleFile=";
-	char *param = slurm_conf.topology_param, *p, *end;
-
-	p = param ? xstrcasestr(param, key) : NULL;
-	if (p) {
-		p += strlen(key);
-		end = strchr(p, ',');
-		return end ? xstrndup(p, end - p) : xstrdup(p);
-	}
-	return get_extra_conf_path(ISLE_DEFAULT_FILE);
-}
 
 static void _group_free(struct isle__group *g, int n)
 {
@@ -233,111 +217,9 @@ int isle__records_load(void)
 	return SLURM_SUCCESS;
 }
 
-/* --- the admin's job option policy (plugstack.conf) -------------------- */
-
-#define PLUGSTACK_DEPTH 8 /* include nesting, as a guard against loops */
-
-static int _plugstack_file(const char *file, int depth, char *err,
-			   size_t errlen, int *found);
-
-/* include PATTERN: relative to the including file, glob(3) as Slurm. */
-static int _plugstack_include(const char *file, int line, const char *pat,
-			      int depth, char *err, size_t errlen, int *found)
-{
-	char *full = NULL, *dirc;
-	glob_t gl;
-	int rc = 0;
-
-	if (pat[0] != '/') {
-		dirc = xstrdup(file);
-		full = xstrdup_printf("%s/%s", dirname(dirc), pat);
-		xfree(dirc);
-		pat = full;
-	}
-	if (!glob(pat, 0, NULL, &gl)) {
-		for (size_t i = 0; !rc && !*found && i < gl.gl_pathc; i++)
-			rc = _plugstack_file(gl.gl_pathv[i], depth + 1, err,
-					     errlen, found);
-		globfree(&gl);
-	}
-	(void)line;
-	xfree(full);
-	return rc;
-}
-
-/* Looks for the spank_isle.so line; parses its arguments into the policy.
- * *found is set once the line was seen (first one wins, as for Slurm). */
-static int _plugstack_file(const char *file, int depth, char *err,
-			   size_t errlen, int *found)
-{
-	char buf[4096], perr[256];
-	FILE *f;
-	int lineno = 0, rc = 0;
-
-	if (depth > PLUGSTACK_DEPTH)
-		return 0;
-	if (!(f = fopen(file, "re")))
-		return 0;
-	while (!rc && !*found && fgets(buf, sizeof(buf), f)) {
-		char *av[64], *save = NULL, *tok, *hash;
-		int ac = 0;
-
-		lineno++;
-		if ((hash = strchr(buf, '#')))
-			*hash = '\0';
-		for (tok = strtok_r(buf, " \t\r\n", &save);
-		     tok && ac < (int)ARRAY_SIZE(av);
-		     tok = strtok_r(NULL, " \t\r\n", &save))
-			av[ac++] = tok;
-		if (ac < 2)
-			continue;
-		if (!strcasecmp(av[0], "include")) {
-			rc = _plugstack_include(file, lineno, av[1], depth, err,
-						errlen, found);
-			continue;
-		}
-		if (strcasecmp(av[0], "required") &&
-		    strcasecmp(av[0], "optional"))
-			continue;
-		tok = strrchr(av[1], '/');
-		if (xstrcmp(tok ? tok + 1 : av[1], "spank_isle.so"))
-			continue;
-		*found = 1;
-		if (isle__spank_policy_parse(&isle__ctx.policy, ac - 2, av + 2,
-					     perr, sizeof(perr))) {
-			snprintf(err, errlen, "%s:%d: %s", file, lineno, perr);
-			rc = -EINVAL;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
 void isle__policy_load(void)
 {
-	char *path, err[512] = "";
-	int found = 0, rc;
-
-	if (!(path = xstrdup(slurm_conf.plugstack)))
-		path = get_extra_conf_path("plugstack.conf");
-	isle__spank_policy_init(&isle__ctx.policy);
-	rc = _plugstack_file(path, 0, err, sizeof(err), &found);
-	if (rc) {
-		/* sbatch refuses every job on this line too; the limits
-		 * still hold with the built-in defaults. */
-		error("isle: %s; checking job options against the built-in "
-		      "limits",
-		      err);
-		isle__spank_policy_init(&isle__ctx.policy);
-	} else if (found) {
-		verbose("isle: job option policy from %s: max_tp=%d", path,
-			isle__ctx.policy.max_tp);
-	} else {
-		verbose("isle: no spank_isle.so line in %s; checking job "
-			"options against the built-in limits",
-			path);
-	}
-	xfree(path);
+	isle__policy_read(&isle__ctx.policy);
 }
 
 uint64_t isle__node_free_gpus(int slurm_inx, int *total)

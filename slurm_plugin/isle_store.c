@@ -401,11 +401,38 @@ static void _drain(void)
 
 /* Asks the probe which jobs started or are gone; lock held on entry and
  * exit, dropped while the probe runs (it takes Slurm's job lock). */
+/* Adds the scheduler's grant to e's record as "granted"; takes gpus. */
+static void _add_granted(struct entry *e, char *gpus)
+{
+	json_object *rec = NULL, *g = NULL;
+	char *r;
+
+	if (!gpus || !e->record)
+		goto out;
+	rec = json_tokener_parse(e->record);
+	g = json_tokener_parse(gpus);
+	if (!rec || !g || !json_object_is_type(rec, json_type_object) ||
+	    !json_object_is_type(g, json_type_array))
+		goto out;
+	json_object_object_add(rec, "granted", g);
+	g = NULL;
+	r = strdup(json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN));
+	if (r) {
+		free(e->record);
+		e->record = r;
+	}
+out:
+	json_object_put(g);
+	json_object_put(rec);
+	free(gpus);
+}
+
 static void _sweep(void)
 {
 	uint64_t *keys;
 	uint32_t *ids;
-	uint8_t *state;
+	uint8_t *state, *need;
+	char **gpus;
 	size_t n = 0;
 
 	if (!st.probe || !st.count)
@@ -413,13 +440,17 @@ static void _sweep(void)
 	keys = malloc(st.count * sizeof(*keys));
 	ids = calloc(st.count, sizeof(*ids));
 	state = malloc(st.count);
-	if (!keys || !ids || !state)
+	need = calloc(st.count, 1);
+	gpus = calloc(st.count, sizeof(*gpus));
+	if (!keys || !ids || !state || !need || !gpus)
 		goto out;
 	for (size_t b = 0; b < st.nbuckets; b++)
-		for (struct entry *e = st.buckets[b]; e; e = e->next)
+		for (struct entry *e = st.buckets[b]; e; e = e->next) {
+			need[n] = !e->persisted;
 			keys[n++] = e->key;
+		}
 	pthread_mutex_unlock(&st.lock);
-	st.probe(keys, (int)n, state, ids, st.probe_arg);
+	st.probe(keys, need, (int)n, state, ids, gpus, st.probe_arg);
 	pthread_mutex_lock(&st.lock);
 	for (size_t i = 0; i < n; i++) {
 		struct entry **p = _find(keys[i]), *e;
@@ -446,10 +477,18 @@ static void _sweep(void)
 			e->next = st.buckets[_slot(e->key, st.nbuckets)];
 			st.buckets[_slot(e->key, st.nbuckets)] = e;
 		}
+		if (!e->persisted) {
+			_add_granted(e, gpus[i]);
+			gpus[i] = NULL;
+		}
 		(void)_started_locked(e);
 	}
 	st.stats.sweeps++;
 out:
+	for (size_t i = 0; gpus && i < n; i++)
+		free(gpus[i]);
+	free(gpus);
+	free(need);
 	free(keys);
 	free(ids);
 	free(state);

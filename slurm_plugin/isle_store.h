@@ -30,11 +30,16 @@ enum { ISLE_STORE_LOG_ERROR = 0, ISLE_STORE_LOG_INFO, ISLE_STORE_LOG_DEBUG };
  * before the job has its final id, e.g. a task of a pending array) any key
  * above UINT32_MAX that the probe can map to the job. The probe fills
  * state[i] (ISLE_STORE_JOB_*) for keys[i] and, for a started job, ids[i]
- * with its job id (the record moves there). It runs in the writer thread
- * with no store lock held.
+ * with its job id (the record moves there). Where need_gpus[i] is set (the
+ * record is not saved yet) and the job started, it may set gpus[i] to a
+ * malloc()ed JSON array of what the scheduler granted,
+ * [{"node": "n01", "gpus": [0, 1]}, ...]: the saved record carries it as
+ * "granted". It runs in the writer thread with no store lock held.
  */
-typedef void (*isle__store_probe_fn)(const uint64_t *keys, int n,
-				     uint8_t *state, uint32_t *ids, void *arg);
+typedef void (*isle__store_probe_fn)(const uint64_t *keys,
+				     const uint8_t *need_gpus, int n,
+				     uint8_t *state, uint32_t *ids, char **gpus,
+				     void *arg);
 typedef void (*isle__store_log_fn)(int level, const char *msg);
 
 struct isle__store_stats {

@@ -1,6 +1,7 @@
-# slurm_plugin module: topology/isle (topology_isle.so) and the isle SPANK
-# plugin (spank_isle.so) for Slurm 24.11 and 26.05 (one source; the release
-# differences live in isle_compat.c), plus `islectl explain`.
+# slurm_plugin module: topology/isle (topology_isle.so), job_submit/isle
+# (job_submit_isle.so) and the isle SPANK plugin (spank_isle.so) for Slurm
+# 24.11 and 26.05 (one source; the release differences live in
+# isle_compat.c), plus `islectl explain`.
 #
 # Both plugins are built like Slurm's own (-module -avoid-version: a plain
 # shared object, no libslurm on the link line): Slurm symbols resolve at load
@@ -17,12 +18,16 @@ SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
 
 # --- topology/isle -------------------------------------------------------
 TOPO_ISLE_SRCS := topology_isle.c isle_compat.c isle_records.c isle_eval.c \
-		  isle_decision.c isle_store.c spank_opts.c isle_nodes.c \
-		  isle_jobinfo.c isle_version.c
+		  isle_decision.c isle_store.c isle_policy.c spank_opts.c \
+		  isle_nodes.c isle_jobinfo.c isle_version.c
 TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 # topology/common from the configured Slurm tree, as topology/tree links it.
 SLURM_TOPO_COMMON := common_topo eval_nodes gres_filter gres_sched
 SLURM_TOPO_COMMON_OBJS := $(SLURM_TOPO_COMMON:%=$(B)/slurm_plugin/slurm_common/%.o)
+
+# --- job_submit/isle ----------------------------------------------------
+JOBSUB_ISLE_SRCS := job_submit_isle.c isle_policy.c spank_opts.c
+JOBSUB_ISLE_OBJS := $(JOBSUB_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 
 # --- spank_isle ----------------------------------------------------------
 SPANK_ISLE_SRCS := spank_isle.c spank_opts.c spank_local.c spank_remote.c \
@@ -35,15 +40,18 @@ EXPLAIN_OBJS := $(B)/slurm_plugin/explain.o
 $(B)/bin/islectl: $(EXPLAIN_OBJS)
 $(EXPLAIN_OBJS): CPPFLAGS += -Islurm_plugin
 
-ALL_OBJS += $(TOPO_ISLE_OBJS) $(SPANK_ISLE_OBJS) $(EXPLAIN_OBJS)
+ALL_OBJS += $(TOPO_ISLE_OBJS) $(JOBSUB_ISLE_OBJS) $(SPANK_ISLE_OBJS) \
+	    $(EXPLAIN_OBJS)
 
-$(TOPO_ISLE_OBJS) $(SPANK_ISLE_OBJS): CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
+$(TOPO_ISLE_OBJS) $(JOBSUB_ISLE_OBJS) $(SPANK_ISLE_OBJS): \
+	CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
 
 $(B)/slurm_plugin/slurm_common/%.o: $(SLURM_SRC)/src/plugins/topology/common/%.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(SLURM_SRC_CFLAGS) -c -o $@ $<
 
-PLUGINS += $(B)/slurm/topology_isle.so $(B)/slurm/spank_isle.so
+PLUGINS += $(B)/slurm/topology_isle.so $(B)/slurm/job_submit_isle.so \
+	   $(B)/slurm/spank_isle.so
 
 $(B)/slurm/topology_isle.so: $(TOPO_ISLE_OBJS) $(SLURM_TOPO_COMMON_OBJS) \
 			     $(B)/libisle_place.a $(B)/libisle_topo.a \
@@ -52,6 +60,13 @@ $(B)/slurm/topology_isle.so: $(TOPO_ISLE_OBJS) $(SLURM_TOPO_COMMON_OBJS) \
 	$(CC) -shared $(LDFLAGS) -o $@ $(TOPO_ISLE_OBJS) \
 		$(SLURM_TOPO_COMMON_OBJS) $(B)/libisle_place.a \
 		$(B)/libisle_topo.a -Wl,--version-script=slurm_plugin/topology_isle.map \
+		-ljson-c -lm $(LDLIBS)
+
+$(B)/slurm/job_submit_isle.so: $(JOBSUB_ISLE_OBJS) $(B)/libisle_topo.a \
+				slurm_plugin/job_submit_isle.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $(JOBSUB_ISLE_OBJS) $(B)/libisle_topo.a \
+		-Wl,--version-script=slurm_plugin/job_submit_isle.map \
 		-ljson-c -lm $(LDLIBS)
 
 $(B)/slurm/spank_isle.so: $(SPANK_ISLE_OBJS) slurm_plugin/spank_isle.map

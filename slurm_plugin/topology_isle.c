@@ -95,6 +95,8 @@ int isle__topo_eval_nodes(topology_eval_t *topo_eval)
 	if (isle__ctx.topo &&
 	    bit_overlap_any(isle__ctx.model_nodes, topo_eval->node_map))
 		topo_eval->eval_nodes = isle__eval_nodes;
+	else if (!isle__ctx.topo && isle__ctx.load_error)
+		topo_eval->eval_nodes = isle__eval_fallback;
 	else
 		topo_eval->eval_nodes = NULL;
 	return common_topo_choose_nodes(topo_eval);

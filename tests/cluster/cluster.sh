@@ -25,6 +25,8 @@
 #                        (default: default; default and flat both mean the
 #                        release's flat plugin: topology/flat from 25.05 on). tree/block without --topo-conf get
 #                        one switch / one block holding every node.
+#                        isle also sets JobSubmitPlugins=isle when
+#                        job_submit_isle.so is in the plugin path.
 #   --topo-conf FILE     copied to etc/topology.conf (etc/topology.yaml if *.yaml)
 #   --gres-conf FILE     copied to etc/gres.conf instead of the generated one
 #   --gres-links "ROWS"  Links= per GPU: rows separated by ';', e.g.
@@ -235,6 +237,14 @@ isle__pick_ports() {
 
 isle__node_name() { # prefix width index
 	printf '%s%0*d' "$1" "$2" "$3"
+}
+
+# isle__has_plugin FILE: FILE is in one of the $o_plugin_path directories.
+isle__has_plugin() {
+	local pd v
+	IFS=: read -r -a pd <<<"$o_plugin_path"
+	for v in "${pd[@]}"; do [ -e "$v/$1" ] && return 0; done
+	return 1
 }
 
 isle__width() {
@@ -526,6 +536,9 @@ isle__write_conf() {
 		echo "SelectTypeParameters=CR_Core"
 		echo "SchedulerType=sched/backfill"
 		echo "TopologyPlugin=topology/$o_topology"
+		# topology/isle comes with job_submit/isle (reasons at submit).
+		[ "$o_topology" = isle ] && isle__has_plugin job_submit_isle.so &&
+			echo "JobSubmitPlugins=isle"
 		[ "$o_gpus" -gt 0 ] && echo "GresTypes=gpu"
 		[ -n "$o_plugstack" ] && echo "PlugStackConfig=$etc/plugstack.conf"
 		echo "MpiDefault=none"

@@ -27,8 +27,8 @@ static uint8_t job_state[NJOBS + 2];
 static char dir[] = "/tmp/isle-store-test.XXXXXX";
 
 /* Array task keys (above UINT32_MAX) start as job id key >> 32. */
-static void probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
-		  void *arg)
+static void probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
+		  uint8_t *state, uint32_t *ids, char **gpus, void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < n; i++) {
@@ -36,6 +36,10 @@ static void probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
 
 		state[i] = k <= NJOBS + 1 ? job_state[k] : ISLE_STORE_JOB_GONE;
 		ids[i] = (uint32_t)k;
+		/* Job 5 was granted GPUs 4,5 of n01 by the scheduler. */
+		if (k == 5 && need_gpus[i] &&
+		    state[i] == ISLE_STORE_JOB_STARTED)
+			gpus[i] = strdup("[{\"node\":\"n01\",\"gpus\":[4,5]}]");
 	}
 }
 
@@ -149,6 +153,13 @@ static void test_store(void **state)
 	assert_true(wait_until(c_files, &want));
 	isle__store_get_stats(&s);
 	assert_int_equal(s.writes, 1);
+	/* The saved record carries what the scheduler granted. */
+	r = isle__store_get(5);
+	assert_non_null(r);
+	assert_non_null(
+	    strstr(r, "\"granted\":[{\"node\":\"n01\",\"gpus\":[4,5]}]"));
+	assert_non_null(strstr(r, "isle: tp=8"));
+	free(r);
 
 	/* A decision keyed by array task starts as job 7: filed as job 7. */
 	assert_int_equal(isle__store_put(7ull << 32 | 1, "isle: tp=2",
@@ -160,6 +171,7 @@ static void test_store(void **state)
 	r = isle__store_get(7);
 	assert_non_null(r);
 	assert_non_null(strstr(r, "isle: tp=2"));
+	assert_null(strstr(r, "granted"));
 	free(r);
 	assert_null(isle__store_get(7ull << 32 | 1));
 
@@ -193,6 +205,7 @@ static void test_store(void **state)
 	r = isle__store_get(5);
 	assert_non_null(r);
 	assert_non_null(strstr(r, "isle: tp=8"));
+	assert_non_null(strstr(r, "\"granted\""));
 	free(r);
 	assert_true(isle__store_same(5, "isle: tp=8"));
 	/* purge through the API removes the file */
