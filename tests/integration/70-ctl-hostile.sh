@@ -139,8 +139,15 @@ wait_for 60 test -f "$recdir/job_$j.json" || fail "no record of started job $j"
 # own job id when they start: each task's record is filed under that id.
 a=$(sbatch --parsable --array=1-4 -N1 --gpus-per-node=2 --isle-tp=2 -o /dev/null --wrap true) ||
 	fail "sbatch --array"
-wait_for 120 bash -c "! squeue -h -r -j $a 2>/dev/null | grep -q ." || fail "array $a did not finish"
-tasks=$(scontrol -o show job "$a" | grep -o '^JobId=[0-9]*' | cut -d= -f2)
+# Collect the task job ids while the array runs: MinJobAge=5 may purge a
+# finished task before the last one ends.
+tasks=""
+for _ in $(seq 240); do
+	tasks=$(printf '%s\n' $tasks $(scontrol -o show job "$a" 2>/dev/null | grep -o '^JobId=[0-9]*' | cut -d= -f2) | sort -un)
+	squeue -h -r -j "$a" 2>/dev/null | grep -q . || break
+	sleep 0.5
+done
+squeue -h -r -j "$a" 2>/dev/null | grep -q . && fail "array $a did not finish"
 [ "$(echo "$tasks" | wc -w)" = 4 ] || fail "array $a: tasks '$tasks'"
 for t in $tasks; do
 	wait_for 60 test -f "$recdir/job_$t.json" || fail "no record of array task job $t"
