@@ -5,8 +5,8 @@
  *   isle-agent plan write --job ID --nodes HOSTLIST --gpus-per-node IDX ...
  * which loads the cluster file, maps the job's ranks (one per GPU, nodes in
  * Slurm's task order: the hostlist's, or isle_topo_rank_order's with
- * --rank-order topology; block distribution as srun uses by default) onto islands,
- * leaf groups and NICs, picks a codec per communication level from the
+ * --rank-order topology; block distribution as srun uses by default) onto
+ * islands, leaf groups and NICs, picks a codec per communication level from the
  * admin policy and the user's --isle-compress, and writes into a fresh
  * directory <rundir>/<jobid>/:
  *   plan.json      the plan read by comm_shim (docs/plan.md)
@@ -86,7 +86,7 @@ struct isle__plan_req {
 	 * 1: nodes in isle_topo_rank_order, as topology/isle's get_rank
 	 * makes Slurm 26.05 lay out tasks. */
 	int topo_order;
-	uint64_t gpus;	   /* GPU indices on every node (--gpus-per-node) */
+	uint64_t gpus; /* GPU indices on every node (--gpus-per-node) */
 	/* Per-node overrides (--node-gpus NODE=IDX), parallel arrays. */
 	int noverride;
 	const char **override_node;

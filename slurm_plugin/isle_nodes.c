@@ -259,11 +259,9 @@ int isle__nodes_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
 	nodes = xcalloc(count, sizeof(*nodes));
 	order = xcalloc(count, sizeof(*order));
 	for (int i = 0;
-	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count;
-	     i++, k++)
-		nodes[k] = (c->slurm2model && i < c->nslurm)
-			       ? c->slurm2model[i]
-			       : -1;
+	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count; i++, k++)
+		nodes[k] =
+		    (c->slurm2model && i < c->nslurm) ? c->slurm2model[i] : -1;
 	if (isle_topo_rank_order(t, nodes, count, order)) {
 		rc = SLURM_ERROR;
 		goto out;

@@ -192,10 +192,10 @@ static void _gres_child(uint32_t job_id, int fd)
  * "--rank-order ORDER" and "--node-gpus NODE=IDX" for every node of the
  * job (_gres_child): the prolog's SLURM_JOB_GPUS is this node's only, and
  * plans written from it on nodes granted other indices disagree (the ranks
- * then pick different algorithms). Returns the number of strings in *out (freed by the caller),
- * 0 when the controller could not say (the plans then use SLURM_JOB_GPUS
- * everywhere, and the shim turns itself off if they differ), -1 on no
- * memory.
+ * then pick different algorithms). Returns the number of strings in *out (freed
+ * by the caller), 0 when the controller could not say (the plans then use
+ * SLURM_JOB_GPUS everywhere, and the shim turns itself off if they differ), -1
+ * on no memory.
  */
 static int _node_gpu_args(uint32_t job_id, char ***out)
 {
@@ -267,8 +267,8 @@ static int _node_gpu_args(uint32_t job_id, char ***out)
 	}
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		int order = !strncmp(line, RANK_ORDER_LINE,
-				     strlen(RANK_ORDER_LINE));
+		int order =
+		    !strncmp(line, RANK_ORDER_LINE, strlen(RANK_ORDER_LINE));
 
 		if (!(v[n] = strdup(order ? "--rank-order" : "--node-gpus")) ||
 		    !(v[n + 1] = strdup(order ? line + strlen(RANK_ORDER_LINE)

@@ -384,8 +384,7 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	 */
 	text = _slurp(dir, PLAN_FILE);
 	if (text && task_id == 0 &&
-	    spank_get_item(sp, S_TASK_GLOBAL_ID, &task_gid) ==
-		ESPANK_SUCCESS &&
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &task_gid) == ESPANK_SUCCESS &&
 	    !_plan_rank_node(text, task_gid, plan_node, sizeof(plan_node)) &&
 	    strcmp(plan_node, node)) {
 		snprintf(why, sizeof(why),

@@ -277,9 +277,10 @@ static void test_rank_order(void **state)
 	assert_true(isle_topo_add_domain(t, "nvlB", b, 2, 900) >= 0);
 	finalize_ok(t);
 	for (int topo = 0; topo < 2; topo++) {
-		struct isle__plan_req req = {
-		    .job_id = "7", .nodes = "n[01-04]", .gpus = 0x3,
-		    .topo_order = topo};
+		struct isle__plan_req req = {.job_id = "7",
+					     .nodes = "n[01-04]",
+					     .gpus = 0x3,
+					     .topo_order = topo};
 		struct isle__plan *p = NULL;
 		struct isle_plan *sp;
 		char err[256] = "";
@@ -290,7 +291,8 @@ static void test_rank_order(void **state)
 		sp = roundtrip(p);
 		assert_int_equal(sp->nranks, 8);
 		for (int r = 0; r < 8; r++) {
-			assert_string_equal(sp->ranks[r].node, want[topo][r / 2]);
+			assert_string_equal(sp->ranks[r].node,
+					    want[topo][r / 2]);
 			assert_int_equal(sp->ranks[r].gpu, r % 2);
 		}
 		isle_plan_destroy(sp);
