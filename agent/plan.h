@@ -4,8 +4,9 @@
  * At job start, on every node of the job, the SPANK job_prolog runs
  *   isle-agent plan write --job ID --nodes HOSTLIST --gpus-per-node IDX ...
  * which loads the cluster file, maps the job's ranks (one per GPU, nodes in
- * hostlist order, block distribution as srun uses by default) onto islands,
- * leaf groups and NICs, picks a codec per communication level from the
+ * Slurm's task order: the hostlist's, or isle_topo_rank_order's with
+ * --rank-order topology; block distribution as srun uses by default) onto
+ * islands, leaf groups and NICs, picks a codec per communication level from the
  * admin policy and the user's --isle-compress, and writes into a fresh
  * directory <rundir>/<jobid>/:
  *   plan.json      the plan read by comm_shim (docs/plan.md)
@@ -80,8 +81,12 @@ int isle__codec_check(const char *spec, char *err, size_t errlen);
 /* What the plan is made from. Strings are borrowed. */
 struct isle__plan_req {
 	const char *job_id;
-	const char *nodes; /* granted nodes, Slurm hostlist, rank order */
-	uint64_t gpus;	   /* GPU indices on every node (--gpus-per-node) */
+	const char *nodes; /* granted nodes, Slurm hostlist */
+	/* 0: ranks follow the hostlist (Slurm 24.11, or no topology ranks);
+	 * 1: nodes in isle_topo_rank_order, as topology/isle's get_rank
+	 * makes Slurm 26.05 lay out tasks. */
+	int topo_order;
+	uint64_t gpus; /* GPU indices on every node (--gpus-per-node) */
 	/* Per-node overrides (--node-gpus NODE=IDX), parallel arrays. */
 	int noverride;
 	const char **override_node;

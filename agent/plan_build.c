@@ -1,9 +1,10 @@
 /*
  * plan_build.c - from granted nodes and GPUs to ranks, levels and codecs.
  *
- * Ranks: one per granted GPU, nodes in the order of the hostlist (Slurm's
- * order), GPUs ascending inside a node: the default block distribution of
- * srun with one task per GPU.
+ * Ranks: one per granted GPU, nodes in Slurm's task order (the hostlist's,
+ * or isle_topo_rank_order's where Slurm lays out tasks by topology ranks),
+ * GPUs ascending inside a node: the default block distribution of srun
+ * with one task per GPU.
  *
  * Levels: the shim nests its levels (docs/plan.md), so a level is kept only
  * where its groups are unions of the previous level's groups and fewer of
@@ -386,7 +387,7 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 {
 	struct isle__plan *p = NULL;
 	char **names = NULL, *seen = NULL;
-	int nnames = 0, *nodes = NULL, rc;
+	int nnames = 0, *nodes = NULL, *order = NULL, rc;
 
 	*out = NULL;
 	if (req->compress && *req->compress) {
@@ -463,9 +464,18 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 	}
 
 	p->ranks = calloc(p->nranks, sizeof(*p->ranks));
-	if (!p->ranks)
+	order = calloc(nnames, sizeof(*order));
+	if (!p->ranks || !order)
 		goto nomem;
-	for (int i = 0, r = 0; i < nnames; i++) {
+	for (int i = 0; i < nnames; i++)
+		order[i] = i;
+	if (req->topo_order) {
+		rc = isle_topo_rank_order(t, nodes, nnames, order);
+		if (rc)
+			goto out;
+	}
+	for (int k = 0, r = 0; k < nnames; k++) {
+		int i = order[k];
 		uint64_t m = node_gpus(req, names[i]);
 
 		for (int g = 0; g < ISLE_MAX_GPUS_PER_NODE; g++)
@@ -488,6 +498,7 @@ nomem:
 out:
 	isle_hostlist_free(names, nnames);
 	free(nodes);
+	free(order);
 	free(seen);
 	isle__plan_free(p);
 	return rc;

@@ -32,12 +32,13 @@ static const char usage_text[] =
     "                  [--node-gpus NODE=IDX]... [--node NAME] [--uid UID]\n"
     "                  [--gid GID]\n"
     "                  [--compress CODEC] [--policy TIER=CODEC,...]\n"
+    "                  [--rank-order hostlist|topology]\n"
     "       isle-agent plan show  (same options but --rundir, --uid):\n"
     "                  print plan.json, nccl.env and the NCCL XML\n"
     "       isle-agent plan remove --job ID --rundir DIR\n"
     "\n"
     "  --job ID            Slurm job id (names the directory DIR/ID)\n"
-    "  --nodes HOSTLIST    granted nodes in rank order, e.g. n[01-04]\n"
+    "  --nodes HOSTLIST    granted nodes, e.g. n[01-04]\n"
     "  --gpus-per-node IDX GPU indices granted on each node, e.g. 0-3\n"
     "  --node-gpus N=IDX   indices on node N where they differ\n"
     "  --node NAME         node the NCCL files are for (default\n"
@@ -50,12 +51,16 @@ static const char usage_text[] =
     "                      they stay owned by root, 0640 in a 0750 dir\n"
     "  --compress CODEC    the user's --isle-compress (network levels)\n"
     "  --policy P          admin codec per tier, e.g.\n"
-    "                      island=none,leaf=bf16,spine=int8,core=int8\n";
+    "                      island=none,leaf=bf16,spine=int8,core=int8\n"
+    "  --rank-order O      how Slurm gives nodes their task ids: hostlist\n"
+    "                      (default: in the order of --nodes) or topology\n"
+    "                      (topology/isle's get_rank, Slurm 26.05)\n";
 
 struct plan_args {
 	const char *cmd;
 	const char *job, *nodes, *gpus, *node, *cluster, *rundir;
 	const char *compress, *policy;
+	int topo_order; /* --rank-order topology */
 	uid_t uid;
 	gid_t gid;
 	int noverride;
@@ -86,6 +91,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"gid", required_argument, NULL, 'U'},
 	    {"compress", required_argument, NULL, 'C'},
 	    {"policy", required_argument, NULL, 'p'},
+	    {"rank-order", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -173,6 +179,15 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case 'p':
 			a->policy = optarg;
 			break;
+		case 'R':
+			if (!strcmp(optarg, "topology"))
+				a->topo_order = 1;
+			else if (!strcmp(optarg, "hostlist"))
+				a->topo_order = 0;
+			else
+				return usage("--rank-order wants hostlist or "
+					     "topology");
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return -1;
@@ -208,6 +223,7 @@ static int render(const struct plan_args *a, const char *xml_path,
 	    .override_gpus = (uint64_t *)a->override_gpus,
 	    .local_node = a->node,
 	    .compress = a->compress,
+	    .topo_order = a->topo_order,
 	};
 	struct isle__plan *plan = NULL;
 	isle_topo *t = NULL;

@@ -328,14 +328,26 @@ out:
 static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 			     char *err, size_t errlen)
 {
-	uint64_t mine[3], min[3];
-	int me = 0;
+	const char *slurm_node = getenv("SLURMD_NODENAME");
+	uint64_t mine[4], min[4];
+	int wrank = 0;
 
 	/* Runs on every rank, rc or not; a failed rank fails all later. */
 	mine[0] = rc ? 0 : isle_plan_hash(c->plan);
 	mine[1] = ~mine[0];
 	mine[2] = rc == 0;
-	if (PMPI_Allreduce(mine, min, 3, MPI_UINT64_T, MPI_MIN, comm) !=
+	/*
+	 * Under Slurm a plan file names Slurm's nodes: a rank on another node
+	 * than its plan says means the task layout is not the plan's rank
+	 * order and the groups would be wrong. The lowest such world rank.
+	 */
+	mine[3] = UINT64_MAX;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+	if (!rc && c->cfg.plan_path[0] && slurm_node && *slurm_node &&
+	    wrank < c->plan->nranks &&
+	    strcmp(c->plan->ranks[wrank].node, slurm_node))
+		mine[3] = (uint64_t)wrank;
+	if (PMPI_Allreduce(mine, min, 4, MPI_UINT64_T, MPI_MIN, comm) !=
 	    MPI_SUCCESS)
 		return rc ? rc
 			  : isle__comm_errf(err, errlen, -EIO,
@@ -343,16 +355,23 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 					    "failed");
 	if (rc || !min[2])
 		return rc;
-	c->plans_differ = min[0] != mine[0] || min[1] != mine[1];
+	c->plans_differ =
+	    min[0] != mine[0] || min[1] != mine[1] || min[3] != UINT64_MAX;
 	if (!c->plans_differ)
 		return 0;
 	/*
 	 * MPI_COMM_WORLD's context is built first and the plan is one file
 	 * per process, so world rank 0 has seen it: it says it, once.
 	 */
-	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
-	if (me == 0 &&
+	if (wrank == 0 && min[3] != UINT64_MAX &&
 	    !__atomic_exchange_n(&said_plans_differ, 1, __ATOMIC_RELAXED))
+		fprintf(stderr,
+			"isle_comm: rank %llu does not run on the node %s "
+			"gives it (Slurm's task layout is not the plan's rank "
+			"order): plain MPI on every rank\n",
+			(unsigned long long)min[3], c->cfg.plan_path);
+	else if (wrank == 0 &&
+		 !__atomic_exchange_n(&said_plans_differ, 1, __ATOMIC_RELAXED))
 		fprintf(stderr,
 			"isle_comm: the ranks hold different plans (%s, hash "
 			"%016llx on rank 0): plain MPI on every rank\n",

@@ -241,60 +241,37 @@ char *isle__nodes_unit(int s)
 	return out;
 }
 
-struct rank_key {
-	int leaf, island, model, pos;
-};
-
-static int _key_cmp(const void *a, const void *b)
-{
-	const struct rank_key *x = a, *y = b;
-
-	if (x->leaf != y->leaf)
-		return x->leaf < y->leaf ? -1 : 1;
-	if (x->island != y->island)
-		return x->island < y->island ? -1 : 1;
-	if (x->model != y->model)
-		return x->model < y->model ? -1 : 1;
-	return x->pos - y->pos;
-}
-
 int isle__nodes_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
 		     uint32_t *size)
 {
 	struct isle__ctx *c = &isle__ctx;
 	const isle_topo *t = c->topo;
-	struct rank_key *keys;
+	int *nodes, *order;
 	uint32_t count, k = 0;
+	int rc = SLURM_SUCCESS;
 
 	*node_rank = NULL;
 	*size = 0;
 	if (!node_bitmap || !(count = bit_set_count(node_bitmap)))
 		return SLURM_SUCCESS;
-	keys = xcalloc(count, sizeof(*keys));
+	if (!t) /* no model: no ranks, Slurm keeps hostlist order */
+		return SLURM_SUCCESS;
+	nodes = xcalloc(count, sizeof(*nodes));
+	order = xcalloc(count, sizeof(*order));
 	for (int i = 0;
-	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count;
-	     i++, k++) {
-		int m = (t && c->slurm2model && i < c->nslurm)
-			    ? c->slurm2model[i]
-			    : -1;
-
-		keys[k].pos = k;
-		if (m < 0) { /* after the model's nodes, in Slurm's order */
-			keys[k].leaf = keys[k].island = INT32_MAX;
-			keys[k].model = i;
-			continue;
-		}
-		keys[k].leaf = t->nodes[m].group[ISLE_TIER_LEAF];
-		keys[k].island = t->nodes[m].domain >= 0
-				     ? t->nodes[m].domain
-				     : t->nodes[m].first_island;
-		keys[k].model = m;
+	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count; i++, k++)
+		nodes[k] =
+		    (c->slurm2model && i < c->nslurm) ? c->slurm2model[i] : -1;
+	if (isle_topo_rank_order(t, nodes, count, order)) {
+		rc = SLURM_ERROR;
+		goto out;
 	}
-	qsort(keys, count, sizeof(*keys), _key_cmp);
 	*node_rank = xcalloc(count, sizeof(**node_rank));
 	for (uint32_t r = 0; r < count; r++)
-		(*node_rank)[keys[r].pos] = r + 1;
+		(*node_rank)[order[r]] = r + 1;
 	*size = count;
-	xfree(keys);
-	return SLURM_SUCCESS;
+out:
+	xfree(nodes);
+	xfree(order);
+	return rc;
 }

@@ -40,6 +40,8 @@
 #define AGENT_TIMEOUT_S 60
 #define DEFAULT_AGENT "/usr/local/bin/isle-agent"
 #define DEFAULT_RUNDIR "/run/isle"
+/* _gres_child's line for the rank order; node names have no '!'. */
+#define RANK_ORDER_LINE "!rank-order="
 
 /* Fills st->user and st->job from the job's SPANK environment. */
 static int _load_options(spank_t sp, struct isle__spank_state *st)
@@ -124,14 +126,43 @@ static int _cluster_path(const struct isle__spank_policy *p, char *buf,
  * which fails the prolog and drains the node), so the child sets it up and
  * anything fatal costs the child only.
  */
+/*
+ * The order in which Slurm gives a multi-node job's nodes their task ids,
+ * as `isle-agent plan write --rank-order` takes it. From 26.05 on, cons_tres
+ * asks the topology plugin for node ranks (topology_p_get_rank) and the
+ * step layout follows them unless SelectTypeParameters has
+ * CR_NO_DIST_TOPO_BLOCK; topology/isle ranks by isle_topo_rank_order. 24.11
+ * lays tasks out in hostlist order. With per-partition topologies
+ * (topology.yaml) TopologyPlugin names none and hostlist is assumed; the
+ * task-side check (spank_remote.c) names any disagreement.
+ */
+static const char *_rank_order(const slurm_conf_t *conf)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 0, 0)
+	if (conf && conf->topology_plugin &&
+	    strstr(conf->topology_plugin, "isle") &&
+	    (!conf->select_type || strstr(conf->select_type, "cons_tres")) &&
+	    !(conf->select_type_param & SELECT_NO_DIST_TOPO_BLOCK))
+		return "topology";
+#else
+	(void)conf;
+#endif
+	return "hostlist";
+}
+
 static void _gres_child(uint32_t job_id, int fd)
 {
 	job_info_msg_t *msg = NULL;
+	slurm_conf_t *conf = NULL;
 	hostlist_t *hl;
 	char idx[512], *host;
 	const job_info_t *j;
 
 	slurm_init(NULL);
+	/* First line: the rank order (RANK_ORDER_LINE), then NODE=IDX. */
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS)
+		conf = NULL;
+	dprintf(fd, RANK_ORDER_LINE "%s\n", _rank_order(conf));
 	if (slurm_load_job(&msg, job_id, SHOW_DETAIL) != SLURM_SUCCESS ||
 	    !msg || msg->record_count != 1 || !msg->job_array[0].nodes) {
 		dprintf(STDERR_FILENO, "no job record from slurmctld: %s\n",
@@ -158,13 +189,13 @@ static void _gres_child(uint32_t job_id, int fd)
 }
 
 /*
- * "--node-gpus NODE=IDX" for every node of the job (_gres_child): the
- * prolog's SLURM_JOB_GPUS is this node's only, and plans written from it
- * on nodes granted other indices disagree (the ranks then pick different
- * algorithms). Returns the number of strings in *out (freed by the caller),
- * 0 when the controller could not say (the plans then use SLURM_JOB_GPUS
- * everywhere, and the shim turns itself off if they differ), -1 on no
- * memory.
+ * "--rank-order ORDER" and "--node-gpus NODE=IDX" for every node of the
+ * job (_gres_child): the prolog's SLURM_JOB_GPUS is this node's only, and
+ * plans written from it on nodes granted other indices disagree (the ranks
+ * then pick different algorithms). Returns the number of strings in *out (freed
+ * by the caller), 0 when the controller could not say (the plans then use
+ * SLURM_JOB_GPUS everywhere, and the shim turns itself off if they differ), -1
+ * on no memory.
  */
 static int _node_gpu_args(uint32_t job_id, char ***out)
 {
@@ -236,8 +267,12 @@ static int _node_gpu_args(uint32_t job_id, char ***out)
 	}
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		if (!(v[n] = strdup("--node-gpus")) ||
-		    !(v[n + 1] = strdup(line))) {
+		int order =
+		    !strncmp(line, RANK_ORDER_LINE, strlen(RANK_ORDER_LINE));
+
+		if (!(v[n] = strdup(order ? "--rank-order" : "--node-gpus")) ||
+		    !(v[n + 1] = strdup(order ? line + strlen(RANK_ORDER_LINE)
+					      : line))) {
 			n = -1;
 			break;
 		}

@@ -256,6 +256,42 @@ static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 	return 0;
 }
 
+/*
+ * The node the plan puts RANK on, from plan.json as the agent writes it
+ * (docs/plan.md: one object per rank, "rank" before "node"). 0 if found.
+ */
+static int _plan_rank_node(const char *plan, uint32_t rank, char *node,
+			   size_t len)
+{
+	const char *s = plan;
+
+	while ((s = strstr(s, "\"rank\":"))) {
+		const char *end = strchr(s, '}'), *q;
+		char *num_end;
+		unsigned long r = strtoul(s + 7, &num_end, 10);
+		size_t n;
+
+		s = num_end;
+		if (r != rank || !end)
+			continue;
+		q = strstr(s, "\"node\":");
+		if (!q || q > end)
+			return -1;
+		q += 7;
+		while (*q == ' ')
+			q++;
+		if (*q++ != '"')
+			return -1;
+		n = strcspn(q, "\"");
+		if (n == 0 || n >= len)
+			return -1;
+		memcpy(node, q, n);
+		node[n] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
 /* One line on the task's stderr: the job's output shows why. */
 static void _say_shim_off(uint32_t job_id, const char *node, const char *why)
 {
@@ -268,8 +304,9 @@ static void _say_shim_off(uint32_t job_id, const char *node, const char *why)
 
 int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 {
-	char node[256], rundir[512], dir[600], path[700], why[256];
-	uint32_t job_id = 0, step_id = 0, ntasks = 0;
+	char node[256], rundir[512], dir[600], path[700], why[1024];
+	char plan_node[256];
+	uint32_t job_id = 0, step_id = 0, ntasks = 0, task_gid = 0;
 	int task_id = -1, match;
 	char *text;
 
@@ -337,6 +374,28 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 			_say_shim_off(job_id, node, why);
 		return 0;
 	}
+	/*
+	 * Slurm's task layout against the plan's rank -> node map (26.05
+	 * orders nodes by topology/isle's ranks, 24.11 by the hostlist, and
+	 * the prolog told the agent which). The task still gets the plan: the
+	 * other nodes may agree, and all ranks must decide alike; the shim
+	 * compares SLURMD_NODENAME with the plan in one collective and falls
+	 * back to plain MPI on every rank. Said once per disagreeing node.
+	 */
+	text = _slurp(dir, PLAN_FILE);
+	if (text && task_id == 0 &&
+	    spank_get_item(sp, S_TASK_GLOBAL_ID, &task_gid) == ESPANK_SUCCESS &&
+	    !_plan_rank_node(text, task_gid, plan_node, sizeof(plan_node)) &&
+	    strcmp(plan_node, node)) {
+		snprintf(why, sizeof(why),
+			 "Slurm started task %u on %s, the plan puts rank %u "
+			 "on %s: the step's task layout is not the plan's "
+			 "rank order (TopologyPlugin, SelectTypeParameters "
+			 "CR_NO_DIST_TOPO_BLOCK or -m/--distribution)",
+			 task_gid, node, task_gid, plan_node);
+		_say_shim_off(job_id, node, why);
+	}
+	free(text);
 	spank_setenv(sp, "ISLE_PLAN", path, 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, NCCL_XML_FILE);
 	if (!access(path, R_OK))

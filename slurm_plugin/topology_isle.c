@@ -131,21 +131,6 @@ bitstr_t *isle__topo_get_bitmap(const char *name)
 	return NULL;
 }
 
-struct rank_key {
-	int leaf, island, model;
-};
-
-static int _rank_cmp(const void *a, const void *b)
-{
-	const struct rank_key *x = a, *y = b;
-
-	if (x->leaf != y->leaf)
-		return x->leaf < y->leaf ? -1 : 1;
-	if (x->island != y->island)
-		return x->island < y->island ? -1 : 1;
-	return x->model - y->model;
-}
-
 /*
  * Ranks nodes so that each leaf group and, inside it, each NVLink island is
  * contiguous: Slurm's default best-fit then walks islands in order. Runs
@@ -155,9 +140,9 @@ bool isle__topo_node_ranking(void)
 {
 	char err[512] = "", *path = isle__records_path();
 	isle_topo *t = NULL;
-	struct rank_key *keys;
 	node_record_t *node_ptr;
-	int *rank;
+	int *nodes, *order, *rank;
+	bool ranked = false;
 
 	if (disabled ||
 	    xstrcasestr(slurm_conf.topology_param, "IsleNoNodeRank") ||
@@ -165,28 +150,29 @@ bool isle__topo_node_ranking(void)
 		xfree(path);
 		return false;
 	}
-	keys = xcalloc(MAX(t->nnodes, 1), sizeof(*keys));
+	nodes = xcalloc(MAX(t->nnodes, 1), sizeof(int));
+	order = xcalloc(MAX(t->nnodes, 1), sizeof(int));
 	rank = xcalloc(MAX(t->nnodes, 1), sizeof(int));
-	for (int m = 0; m < t->nnodes; m++) {
-		keys[m].leaf = t->nodes[m].group[ISLE_TIER_LEAF];
-		keys[m].island = t->nodes[m].domain >= 0
-				     ? t->nodes[m].domain
-				     : t->nodes[m].first_island;
-		keys[m].model = m;
-	}
-	qsort(keys, t->nnodes, sizeof(*keys), _rank_cmp);
+	for (int m = 0; m < t->nnodes; m++)
+		nodes[m] = m;
+	/* The order get_rank gives a job's nodes (isle_nodes.c). */
+	if (isle_topo_rank_order(t, nodes, t->nnodes, order))
+		goto out;
 	for (int k = 0; k < t->nnodes; k++)
-		rank[keys[k].model] = k + 1;
+		rank[order[k]] = k + 1;
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
 		int m = isle_topo_find_node(t, node_ptr->name);
 
 		node_ptr->node_rank = (m >= 0) ? rank[m] : t->nnodes + 1 + i;
 	}
-	xfree(keys);
+	ranked = true;
+out:
+	xfree(nodes);
+	xfree(order);
 	xfree(rank);
 	xfree(path);
 	isle_topo_destroy(t);
-	return true;
+	return ranked;
 }
 
 int isle__topo_get_node_addr(char *node_name, char **paddr, char **ppattern)

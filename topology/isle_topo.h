@@ -239,6 +239,20 @@ int isle_topo_find_switch(const isle_topo *t, const char *name);
 /* Island index by name, or -1. */
 int isle_topo_find_island(const isle_topo *t, const char *name);
 
+/*
+ * The order in which a job's nodes get MPI ranks when the task layout
+ * follows the topology (Slurm 26.05's topology_p_get_rank): by leaf group,
+ * then NVLink island (multi-node domain, else the node's first island),
+ * then cluster-file order, so each TP group's ranks stay inside an island.
+ * nodes[i] is a model node index, or -1 for a node the model lacks (those
+ * go last, in input order). On return order[r] is the position in nodes[]
+ * of the node with rank r. The one definition of this order: the topology
+ * plugin's get_rank and the agent's plan builder both call it. Returns 0,
+ * -EINVAL or -ENOMEM.
+ */
+int isle_topo_rank_order(const isle_topo *t, const int *nodes, int n,
+			 int *order);
+
 /* Tier between two GPUs (node, gpu). */
 isle_tier isle_topo_gpu_tier(const isle_topo *t, int na, int ga, int nb,
 			     int gb);

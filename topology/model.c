@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1077,6 +1078,56 @@ out:
 int isle_topo_find_node(const isle_topo *t, const char *name)
 {
 	return t ? isle__index_get(t->node_idx, name) : -1;
+}
+
+struct rank_key {
+	int leaf, island, model, pos;
+};
+
+static int rank_key_cmp(const void *a, const void *b)
+{
+	const struct rank_key *x = a, *y = b;
+
+	if (x->leaf != y->leaf)
+		return x->leaf < y->leaf ? -1 : 1;
+	if (x->island != y->island)
+		return x->island < y->island ? -1 : 1;
+	if (x->model != y->model)
+		return x->model < y->model ? -1 : 1;
+	return x->pos - y->pos;
+}
+
+int isle_topo_rank_order(const isle_topo *t, const int *nodes, int n,
+			 int *order)
+{
+	struct rank_key *keys;
+
+	if (!t || n < 0 || (n && (!nodes || !order)))
+		return -EINVAL;
+	if (!n)
+		return 0;
+	keys = calloc(n, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		int m = nodes[i];
+
+		keys[i].pos = i;
+		if (m < 0 || m >= t->nnodes) {
+			keys[i].leaf = keys[i].island = keys[i].model = INT_MAX;
+			continue;
+		}
+		keys[i].leaf = t->nodes[m].group[ISLE_TIER_LEAF];
+		keys[i].island = t->nodes[m].domain >= 0
+				     ? t->nodes[m].domain
+				     : t->nodes[m].first_island;
+		keys[i].model = m;
+	}
+	qsort(keys, n, sizeof(*keys), rank_key_cmp);
+	for (int r = 0; r < n; r++)
+		order[r] = keys[r].pos;
+	free(keys);
+	return 0;
 }
 
 int isle_topo_find_switch(const isle_topo *t, const char *name)

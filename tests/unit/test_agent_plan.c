@@ -255,6 +255,52 @@ static void test_gb200_one_domain(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Islands {n01, n03} and {n02, n04}: hostlist order keeps n01 n02 n03 n04,
+ * topology order (Slurm 26.05's get_rank) walks the islands. */
+static void test_rank_order(void **state)
+{
+	static const char *const want[2][4] = {{"n01", "n02", "n03", "n04"},
+					       {"n01", "n03", "n02", "n04"}};
+	isle_topo *t = isle_topo_create();
+	int leaf = isle_topo_add_switch(t, "leaf0", 0x100, ISLE_SW_LEAF);
+	int n[4], a[2], b[2];
+
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%02d", i + 1);
+		n[i] = isle_topo_add_node(t, name, 2);
+		assert_int_equal(isle_topo_attach_node(t, leaf, n[i], -1), 0);
+	}
+	a[0] = n[0], a[1] = n[2], b[0] = n[1], b[1] = n[3];
+	assert_true(isle_topo_add_domain(t, "nvlA", a, 2, 900) >= 0);
+	assert_true(isle_topo_add_domain(t, "nvlB", b, 2, 900) >= 0);
+	finalize_ok(t);
+	for (int topo = 0; topo < 2; topo++) {
+		struct isle__plan_req req = {.job_id = "7",
+					     .nodes = "n[01-04]",
+					     .gpus = 0x3,
+					     .topo_order = topo};
+		struct isle__plan *p = NULL;
+		struct isle_plan *sp;
+		char err[256] = "";
+
+		isle__codec_policy_default(&req.policy);
+		if (isle__plan_build(t, &req, &p, err, sizeof(err)))
+			fail_msg("plan: %s", err);
+		sp = roundtrip(p);
+		assert_int_equal(sp->nranks, 8);
+		for (int r = 0; r < 8; r++) {
+			assert_string_equal(sp->ranks[r].node,
+					    want[topo][r / 2]);
+			assert_int_equal(sp->ranks[r].gpu, r % 2);
+		}
+		isle_plan_destroy(sp);
+		isle__plan_free(p);
+	}
+	isle_topo_destroy(t);
+}
+
 static void test_gb200_three_levels(void **state)
 {
 	/* 4 racks of 2 nodes, 2 racks per leaf, oversubscribed spine. */
@@ -775,6 +821,7 @@ int main(void)
 	    cmocka_unit_test(test_index_list),
 	    cmocka_unit_test(test_codec_policy),
 	    cmocka_unit_test(test_gb200_one_domain),
+	    cmocka_unit_test(test_rank_order),
 	    cmocka_unit_test(test_gb200_three_levels),
 	    cmocka_unit_test(test_pcie_pairs),
 	    cmocka_unit_test(test_per_node_gpus),

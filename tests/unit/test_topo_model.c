@@ -503,6 +503,40 @@ static void test_nvlink_bw(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Interleaved multi-node islands {n0, n2}, {n1, n3}: the job's nodes come
+ * out by island, then model order; nodes the model lacks go last in input
+ * order. */
+static void test_rank_order(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	int n[4], a[2], b[2], order[6], leaf;
+
+	leaf = isle_topo_add_switch(t, "leaf0", 0, ISLE_SW_LEAF);
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		n[i] = isle_topo_add_node(t, name, 2);
+		assert_int_equal(isle_topo_attach_node(t, leaf, n[i], -1), 0);
+	}
+	a[0] = n[0], a[1] = n[2], b[0] = n[1], b[1] = n[3];
+	assert_int_equal(isle_topo_add_domain(t, "nvlA", a, 2, 0), 0);
+	assert_int_equal(isle_topo_add_domain(t, "nvlB", b, 2, 0), 1);
+	finalize_ok(t);
+	{
+		/* hostlist n3, -1, n0, n1, -1, n2 */
+		int job[6] = {n[3], -1, n[0], n[1], -1, n[2]};
+		int want[6] = {2, 5, 3, 0, 1, 4};
+
+		assert_int_equal(isle_topo_rank_order(t, job, 6, order), 0);
+		for (int r = 0; r < 6; r++)
+			assert_int_equal(order[r], want[r]);
+	}
+	assert_int_equal(isle_topo_rank_order(t, NULL, 0, NULL), 0);
+	assert_int_equal(isle_topo_rank_order(NULL, n, 1, order), -EINVAL);
+	isle_topo_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +550,7 @@ int main(void)
 	    cmocka_unit_test(test_many_names),
 	    cmocka_unit_test(test_switch_cycles),
 	    cmocka_unit_test(test_nvlink_bw),
+	    cmocka_unit_test(test_rank_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
