@@ -93,6 +93,14 @@ $(B)/tests/comm_mpi_check: $(B)/comm_shim/comm_mpi_check.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(BINS_TESTS_COMM)
 
+# Fashion-MNIST MLP, data parallel over plain MPI_Allreduce (convergence
+# under the shim: tests/integration/46-comm-mnist-spank.sh, make bench-converge).
+$(B)/comm_shim/train_mnist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(B)/tests/train_mnist: $(B)/comm_shim/train_mnist.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lz -lm
+all: $(B)/tests/train_mnist
+
 # Plan load time for a large job (prints, asserts nothing):
 #   build/tests/bench_plan 65536
 $(B)/comm_shim/bench_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)
