@@ -280,17 +280,58 @@ static const char *codec_of(const char *algo)
 }
 
 /*
- * Fewer repetitions as messages grow, so the whole run stays short; large
- * messages need no warm-up (connections and pages are set up by then).
+ * 2 warm-up and 10 timed repetitions up to 64 MiB, 5 above (the floor
+ * that keeps a 256 MiB run at 1 Gbit/s short).
  */
 static int reps_for(size_t bytes, int *warmup)
 {
-	*warmup = bytes < (64u << 20);
-	if (bytes <= (1u << 20))
-		return 15;
-	if (bytes <= (16u << 20))
-		return 5;
-	return bytes <= (64u << 20) ? 3 : 2;
+	*warmup = 2;
+	return bytes <= (64u << 20) ? 10 : 5;
+}
+
+/* Quantile q of sorted v[0..n) (linear between closest ranks). */
+static double quantile(const double *v, int n, double q)
+{
+	double x = q * (n - 1);
+	int i = (int)x;
+
+	return i + 1 < n ? v[i] + (x - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/*
+ * The benchmark's data: integer-valued floats in [-64, 64], most near zero
+ * (a cube, like gradients), a pure function of (rank, index), so every rank
+ * can compute the exact sum of all ranks' data itself: an allreduce result
+ * independent of any MPI (integer sums below 2^24 are exact in fp32).
+ */
+static float datum(int rank, size_t i)
+{
+	uint64_t z = ((uint64_t)rank << 40) ^ (uint64_t)i;
+	double u;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	u = (double)(z >> 11) / 9007199254740992.0 - 0.5;
+	return (float)rint(u * u * u * 512.0);
+}
+
+/*
+ * Verify out[0..n) against the exact sums: this rank checks the elements
+ * i = rank mod size (ref[i / size]); together the ranks check them all.
+ * Mismatches and sums of squares of error and reference for ||e|| / ||ref||.
+ */
+static void check(const float *out, const float *ref, size_t n, int rank,
+		  int size, double acc[3])
+{
+	for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
+		float r = ref[i / (size_t)size];
+		double d = (double)out[i] - (double)r;
+
+		acc[0] += memcmp(&out[i], &r, sizeof(float)) != 0;
+		acc[1] += d * d;
+		acc[2] += (double)r * (double)r;
+	}
 }
 
 static int cmd_mpi(const struct opts *o)
@@ -298,13 +339,14 @@ static int cmd_mpi(const struct opts *o)
 	const char *codec = codec_of(o->algo);
 	struct isle_comm_config cfg;
 	isle_comm *c = NULL;
-	int rank, rc = 0;
-	float *in = NULL, *out = NULL;
+	int rank, size, rc = 0;
+	float *in = NULL, *out = NULL, *ref = NULL;
 	char err[512];
 	size_t maxn = o->max_bytes / sizeof(float);
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (strcmp(o->algo, "mpi_flat") && !codec) {
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (strncmp(o->algo, "mpi_", 4) && !codec) {
 		if (rank == 0)
 			fprintf(stderr, "bench_comm: unknown algo %s\n",
 				o->algo);
@@ -331,26 +373,33 @@ static int cmd_mpi(const struct opts *o)
 	}
 	in = malloc(maxn * sizeof(float));
 	out = malloc(maxn * sizeof(float));
-	if (!in || !out) {
+	ref = malloc((maxn / (size_t)size + 1) * sizeof(float));
+	if (!in || !out || !ref) {
 		fprintf(stderr, "bench_comm: out of memory\n");
 		rc = 1;
 		goto out;
 	}
 	memset(out, 0, maxn * sizeof(float)); /* fault the pages in now */
-	/* Gradient-like data: mostly small, some large entries. */
-	srand(1234 + rank);
-	for (size_t i = 0; i < maxn; i++) {
-		float u = (float)rand() / (float)RAND_MAX - 0.5f;
+	for (size_t i = 0; i < maxn; i++)
+		in[i] = datum(rank, i);
+	for (size_t i = (size_t)rank; i < maxn; i += (size_t)size) {
+		float sum = 0;
 
-		in[i] = u * u * u * 8.0f;
+		for (int r = 0; r < size; r++)
+			sum += datum(r, i);
+		ref[i / (size_t)size] = sum;
 	}
 
 	for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;
 	     bytes *= (size_t)o->step) {
-		size_t n = bytes / sizeof(float);
+		size_t n = bytes / sizeof(float), bad_all;
 		int warmup, reps = reps_for(bytes, &warmup);
-		double t[32], mine;
+		double t[32], mine, acc[3] = {0, 0, 0}, sum[3], rel_all;
+		const char *run = "mpi";
 
+		if (c)
+			run = isle_algo_name(
+			    isle_comm_algo_for(c, n, ISLE_DTYPE_F32));
 		for (int i = -warmup; i < reps; i++) { /* < 0: warm-up */
 			MPI_Barrier(MPI_COMM_WORLD);
 			mine = now_s();
@@ -371,21 +420,48 @@ static int cmd_mpi(const struct opts *o)
 					  : "MPI_Allreduce failed");
 				goto out;
 			}
+			/*
+			 * The first call at a size has no error-feedback
+			 * residual yet: its error is the codec's own.
+			 */
+			if (i == -warmup)
+				check(out, ref, n, rank, size, acc);
 			/* A collective takes as long as its slowest rank. */
 			if (i >= 0)
 				MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE,
 					      MPI_MAX, MPI_COMM_WORLD);
 		}
+		MPI_Allreduce(acc, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		bad_all = (size_t)sum[0];
+		rel_all = sum[2] > 0 ? sqrt(sum[1] / sum[2]) : sqrt(sum[1]);
 		if (rank == 0) {
+			qsort(t, (size_t)reps, sizeof(*t), cmp_double);
 			printf("{\"algo\":\"%s\",\"bytes\":%zu,"
-			       "\"time_us_median\":%.1f,\"reps\":%d}\n",
-			       o->algo, bytes, median(t, reps) * 1e6, reps);
+			       "\"time_us_median\":%.1f,\"time_us_p10\":%.1f,"
+			       "\"time_us_p90\":%.1f,\"reps\":%d,\"warmup\":%d,"
+			       "\"run\":\"%s\",\"mismatches\":%zu,"
+			       "\"rel_error\":%.3g}\n",
+			       o->algo, bytes, median(t, reps) * 1e6,
+			       quantile(t, reps, 0.1) * 1e6,
+			       quantile(t, reps, 0.9) * 1e6, reps, warmup, run,
+			       bad_all, rel_all);
 			fflush(stdout);
+		}
+		/* Codec none must be bit-exact; so must every MPI variant. */
+		if (bad_all && (!codec || !strcmp(codec, "none"))) {
+			if (rank == 0)
+				fprintf(stderr,
+					"bench_comm: %s: %zu bytes: %zu "
+					"elements differ from the exact sum\n",
+					o->algo, bytes, bad_all);
+			rc = 1;
+			goto out;
 		}
 	}
 out:
 	free(in);
 	free(out);
+	free(ref);
 	isle_comm_destroy(c);
 	return rc ? 1 : 0;
 }
