@@ -295,6 +295,7 @@ struct isle_comm_config {
 	size_t fusion_bytes; /* ISLE_COMM_FUSION_BYTES, 0 = no fusion */
 	double cycle_ms;     /* ISLE_COMM_CYCLE_MS */
 	size_t min_bytes;    /* ISLE_COMM_MIN_BYTES: below, pass through */
+	int calibrate;	     /* ISLE_COMM_CALIBRATE: crossover probe */
 	int async;	     /* ISLE_COMM_ASYNC: helper thread */
 	int verbose;	     /* ISLE_COMM_VERBOSE */
 };
