@@ -100,6 +100,11 @@ $(B)/tests/train_mnist: $(B)/comm_shim/train_mnist.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lz -lm
 all: $(B)/tests/train_mnist
+BENCHES += bench-converge
+.PHONY: bench-converge
+bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libisle_mpi_ompi.so
+	@B=$(CURDIR)/$(B) scripts/bench-converge.sh; rc=$$?; \
+		if [ $$rc = 77 ]; then echo "bench-converge: skipped"; else exit $$rc; fi
 
 # Plan load time for a large job (prints, asserts nothing):
 #   build/tests/bench_plan 65536
