@@ -174,7 +174,7 @@ cpu_jiffies() {
 	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t; exit }' /proc/stat
 }
 idle_pct() { # IDLE0 TOTAL0 IDLE1 TOTAL1
-	awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { printf "%.1f", d > b ? 100 * (c - a) / (d - b) : 0 }'
+	awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { printf "%.1f", (d > b ? 100 * (c - a) / (d - b) : 0) }'
 }
 
 # run_mpi ARGS...: one mpirun of "bench_comm ARGS" across the emulated nodes.
