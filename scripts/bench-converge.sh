@@ -11,7 +11,7 @@
 #
 # Usage: scripts/bench-converge.sh [--epochs E] [--train-n N] [--seeds "1 2 3"]
 #                                  [--codecs "fp32 bf16 ..."] [--out FILE]
-#   --train-n   training images used (default 30000 of 60000; 0 = all)
+#   --train-n   training images used (default 12000 of 60000; 0 = all)
 #   --out       JSON lines, one per run (default build/bench/converge.json);
 #               mean and spread per codec on stdout
 # Exits 77 with a reason when Open MPI or the data set is missing.
@@ -21,7 +21,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-$here/build}
 data=${ISLE_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 epochs=2
-train_n=30000
+train_n=12000
 seeds="1 2 3"
 codecs="fp32 bf16 int8 topk:0.01 topk:0.01,noef"
 out=$B/bench/converge.json
