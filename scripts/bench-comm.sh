@@ -63,7 +63,8 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) not installed"
 command -v tc >/dev/null || skip "tc not installed"
-command -v mpirun >/dev/null || skip "Open MPI mpirun not installed"
+# Open MPI's own launcher: the mpirun alternative may point to MPICH's.
+MPIRUN=$(command -v mpirun.openmpi || command -v mpirun) || skip "Open MPI mpirun not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
 [ -x "$BENCH" ] || skip "$BENCH not built"
 [ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }
@@ -185,7 +186,7 @@ run_mpi() {
 	timeout -k 10 "$run_timeout" \
 		ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c \
 		"hostname $(node_ns 0) && exec \"\$@\"" sh \
-		mpirun --hostfile "$hostfile" -np "$np" --map-by "ppr:$ppn:node" \
+		"$MPIRUN" --hostfile "$hostfile" -np "$np" --map-by "ppr:$ppn:node" \
 		--bind-to none \
 		--mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
 		--mca btl self,vader,tcp \

@@ -42,7 +42,8 @@ skip() {
 	echo "bench-converge: SKIP: $*" >&2
 	exit 77
 }
-command -v mpirun >/dev/null || skip "Open MPI mpirun not installed"
+# Open MPI's own launcher: the mpirun alternative may point to MPICH's.
+MPIRUN=$(command -v mpirun.openmpi || command -v mpirun) || skip "Open MPI mpirun not installed"
 [ -x "$B/tests/train_mnist" ] || skip "$B/tests/train_mnist not built"
 [ -f "$B/lib/libisle_preload.so" ] || skip "$B/lib/libisle_preload.so not built"
 [ -r "$data/train-images-idx3-ubyte.gz" ] || skip "$data: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
@@ -73,7 +74,7 @@ for codec in $codecs; do
 			-x ISLE_COMM_ALGO=hier -x ISLE_COMM_CODEC="$codec" -x ISLE_COMM_VERBOSE=1)
 		[ "$codec" = fp32 ] && shim=()
 		echo "bench-converge: $codec seed $seed" >&2
-		mpirun -np 8 "${shim[@]}" "$B/tests/train_mnist" --data "$data" \
+		"$MPIRUN" -np 8 "${shim[@]}" "$B/tests/train_mnist" --data "$data" \
 			--epochs "$epochs" --seed "$seed" --train-n "$train_n" \
 			--label "$codec" >"$work/run.out" 2>&1 ||
 			{ tail -20 "$work/run.out" >&2; exit 1; }
