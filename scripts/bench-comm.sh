@@ -63,8 +63,11 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) not installed"
 command -v tc >/dev/null || skip "tc not installed"
-# Open MPI's own launcher: the mpirun alternative may point to MPICH's.
-MPIRUN=$(command -v mpirun.openmpi || command -v mpirun) || skip "Open MPI mpirun not installed"
+# Open MPI's own launcher (the mpirun alternative may point to MPICH's), by
+# name: an absolute path makes Open MPI pass --prefix to the launch agent.
+MPIRUN=mpirun.openmpi
+command -v $MPIRUN >/dev/null || MPIRUN=mpirun
+command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
 [ -x "$BENCH" ] || skip "$BENCH not built"
 [ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }

@@ -42,8 +42,11 @@ skip() {
 	echo "bench-converge: SKIP: $*" >&2
 	exit 77
 }
-# Open MPI's own launcher: the mpirun alternative may point to MPICH's.
-MPIRUN=$(command -v mpirun.openmpi || command -v mpirun) || skip "Open MPI mpirun not installed"
+# Open MPI's own launcher (the mpirun alternative may point to MPICH's), by
+# name: an absolute path makes Open MPI pass --prefix to the launch agent.
+MPIRUN=mpirun.openmpi
+command -v $MPIRUN >/dev/null || MPIRUN=mpirun
+command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
 [ -x "$B/tests/train_mnist" ] || skip "$B/tests/train_mnist not built"
 [ -f "$B/lib/libisle_preload.so" ] || skip "$B/lib/libisle_preload.so not built"
 [ -r "$data/train-images-idx3-ubyte.gz" ] || skip "$data: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
