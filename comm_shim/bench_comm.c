@@ -120,7 +120,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			   .mtu = 1500,
 			   .rate = "1gbit",
 			   .lat_us = 50,
-			   .algo = "mpi_flat",
+			   .algo = "mpi_default",
 			   .min_bytes = 4096,
 			   .max_bytes = 256u << 20,
 			   .step = 4};
