@@ -6,6 +6,12 @@
  * the bytes on the wire by encoded_size / raw_size. Encode/decode time is
  * not modelled: the CPU codecs run near memory bandwidth, far above the
  * network levels they are used on.
+ *
+ * The library's own allreduce (passthrough) is a candidate too, costed as
+ * the best of what a tuned MPI runs (recursive doubling, Rabenseifner's
+ * reduce-scatter + allgather, ring) with ranks numbered level by level, so
+ * that its short-distance steps stay on the fast levels. It wins ties: the
+ * shim only takes over where the model says it is strictly faster.
  */
 #include <errno.h>
 #include <math.h>
@@ -72,6 +78,50 @@ static double rd_us(int p, double lat, double bw, double bytes)
 	return (steps + (pof2 != p ? 2 : 0)) * xfer_us(lat, bw, bytes);
 }
 
+/* Level crossed between ranks d apart (ranks numbered level by level). */
+static int level_of(const struct isle_algo_level *lv, int nlevels, long d)
+{
+	long span = 1;
+
+	for (int j = 0; j < nlevels; j++) {
+		span *= lv[j].group_size;
+		if (d < span)
+			return j;
+	}
+	return nlevels - 1;
+}
+
+/*
+ * The library's recursive doubling (rab = 0) or Rabenseifner (rab = 1):
+ * log2 steps at distance 1, 2, 4...; Rabenseifner halves the message each
+ * step and runs twice (reduce-scatter, allgather). Ranks beyond the power
+ * of two fold in and out over the slowest level (two full messages).
+ */
+static double lib_us(const struct isle_algo_level *lv, int nlevels, long p,
+		     double bytes, int rab, double flat_lat, double flat_bw)
+{
+	double t = 0, b = bytes;
+	long pof2 = 1;
+
+	if (p <= 1)
+		return 0;
+	while (pof2 * 2 <= p)
+		pof2 *= 2;
+	for (long d = 1; d < pof2; d *= 2) {
+		const struct isle_algo_level *l = &lv[level_of(lv, nlevels, d)];
+
+		if (rab) {
+			b /= 2;
+			t += 2 * xfer_us(l->lat_us, l->bw_gbps, b);
+		} else {
+			t += xfer_us(l->lat_us, l->bw_gbps, b);
+		}
+	}
+	if (pof2 != p)
+		t += 2 * xfer_us(flat_lat, flat_bw, bytes);
+	return t;
+}
+
 static double hier_us(const struct isle_algo_level *lv, int nlevels,
 		      double bytes)
 {
@@ -118,6 +168,10 @@ double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
 		return rd_us((int)p, lat, bw, b);
 	case ISLE_ALGO_HIER:
 		return hier_us(lv, nlevels, b);
+	case ISLE_ALGO_PASSTHROUGH:
+		return fmin(ring_us((int)p, lat, bw, b, 1.0),
+			    fmin(lib_us(lv, nlevels, p, b, 0, lat, bw),
+				 lib_us(lv, nlevels, p, b, 1, lat, bw)));
 	default:
 		return -1;
 	}
@@ -126,12 +180,15 @@ double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
 isle_algo isle_algo_choose(const struct isle_algo_level *lv, int nlevels,
 			   size_t bytes, double *cost_us)
 {
-	static const isle_algo cand[] = {ISLE_ALGO_HIER, ISLE_ALGO_RING,
-					 ISLE_ALGO_RDOUBLING};
-	isle_algo best = ISLE_ALGO_HIER;
+	static const isle_algo cand[] = {ISLE_ALGO_PASSTHROUGH, ISLE_ALGO_HIER,
+					 ISLE_ALGO_RING, ISLE_ALGO_RDOUBLING};
+	isle_algo best = ISLE_ALGO_PASSTHROUGH;
 	double best_us = INFINITY;
 
-	/* In order of preference on ties: hier follows the placement. */
+	/*
+	 * In order of preference on ties: the library (never slower than
+	 * what the job would get without the shim), then hier.
+	 */
 	for (size_t i = 0; i < ISLE_ARRAY_SIZE(cand); i++) {
 		double t = isle_algo_cost_us(cand[i], lv, nlevels, bytes);
 

@@ -7,12 +7,18 @@
  *       one JSON line with the link's latency and bandwidth
  *   bench_comm mpi    --algo ALGO [--min-bytes B] [--max-bytes B] [--step S]
  *       (under mpirun) time allreduce of fp32 sums; one JSON line per size
- *       ALGO: mpi_flat (MPI_Allreduce), isle_none, isle_bf16, isle_int8,
- *       isle_topk (isle_comm_allreduce with that codec across nodes)
+ *       (median, p10, p90 of 10 timed reps after 2 warm-up, 5 above 64 MiB;
+ *       the first call's result checked against the exact sum)
+ *       ALGO: mpi_* (MPI_Allreduce; the script sets the MCA parameters:
+ *       mpi_default, mpi_ring, mpi_rabenseifner, mpi_han), isle_none,
+ *       isle_bf16, isle_int8, isle_topk (isle_comm_allreduce, that codec
+ *       across nodes, algorithm auto)
  *   bench_comm codecs single-core CPU codec throughput and memcpy, JSON
  *   bench_comm report --results F --codecs F --probe F --nodes N --ppn R
  *                     --rate RATE --mtu M --shaped-bytes B --out F
- *       comm.json, plus ratios and the alpha-beta bound on stdout
+ *                     [--links F] [--idle F] [--converge F]
+ *       comm.json, plus ratios to mpi_best and the alpha-beta bound of the
+ *       algorithm that ran on stdout
  *
  * Rates are tc rates ("1gbit", "500mbit"); bandwidths printed are GB/s
  * (bytes), like the plan's bw_gbps.
@@ -42,7 +48,10 @@ struct opts {
 	size_t min_bytes, max_bytes;
 	int step;
 	const char *results, *codecs, *probe, *out;
+	const char *links, *idle, *converge;
 };
+
+#define ISLE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static void die(const char *fmt, const char *arg)
 {
@@ -111,7 +120,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			   .mtu = 1500,
 			   .rate = "1gbit",
 			   .lat_us = 50,
-			   .algo = "mpi_flat",
+			   .algo = "mpi_default",
 			   .min_bytes = 4096,
 			   .max_bytes = 256u << 20,
 			   .step = 4};
@@ -149,6 +158,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->shaped_bytes = atof(v);
 		else if (!strcmp(k, "--out"))
 			o->out = v;
+		else if (!strcmp(k, "--links"))
+			o->links = v;
+		else if (!strcmp(k, "--idle"))
+			o->idle = v;
+		else if (!strcmp(k, "--converge"))
+			o->converge = v;
 		else
 			die("unknown option %s", k);
 	}
@@ -280,17 +295,58 @@ static const char *codec_of(const char *algo)
 }
 
 /*
- * Fewer repetitions as messages grow, so the whole run stays short; large
- * messages need no warm-up (connections and pages are set up by then).
+ * 2 warm-up and 10 timed repetitions up to 64 MiB, 5 above (the floor
+ * that keeps a 256 MiB run at 1 Gbit/s short).
  */
 static int reps_for(size_t bytes, int *warmup)
 {
-	*warmup = bytes < (64u << 20);
-	if (bytes <= (1u << 20))
-		return 15;
-	if (bytes <= (16u << 20))
-		return 5;
-	return bytes <= (64u << 20) ? 3 : 2;
+	*warmup = 2;
+	return bytes <= (64u << 20) ? 10 : 5;
+}
+
+/* Quantile q of sorted v[0..n) (linear between closest ranks). */
+static double quantile(const double *v, int n, double q)
+{
+	double x = q * (n - 1);
+	int i = (int)x;
+
+	return i + 1 < n ? v[i] + (x - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/*
+ * The benchmark's data: integer-valued floats in [-64, 64], most near zero
+ * (a cube, like gradients), a pure function of (rank, index), so every rank
+ * can compute the exact sum of all ranks' data itself: an allreduce result
+ * independent of any MPI (integer sums below 2^24 are exact in fp32).
+ */
+static float datum(int rank, size_t i)
+{
+	uint64_t z = ((uint64_t)rank << 40) ^ (uint64_t)i;
+	double u;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	u = (double)(z >> 11) / 9007199254740992.0 - 0.5;
+	return (float)rint(u * u * u * 512.0);
+}
+
+/*
+ * Verify out[0..n) against the exact sums: this rank checks the elements
+ * i = rank mod size (ref[i / size]); together the ranks check them all.
+ * Mismatches and sums of squares of error and reference for ||e|| / ||ref||.
+ */
+static void check(const float *out, const float *ref, size_t n, int rank,
+		  int size, double acc[3])
+{
+	for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
+		float r = ref[i / (size_t)size];
+		double d = (double)out[i] - (double)r;
+
+		acc[0] += memcmp(&out[i], &r, sizeof(float)) != 0;
+		acc[1] += d * d;
+		acc[2] += (double)r * (double)r;
+	}
 }
 
 static int cmd_mpi(const struct opts *o)
@@ -298,13 +354,14 @@ static int cmd_mpi(const struct opts *o)
 	const char *codec = codec_of(o->algo);
 	struct isle_comm_config cfg;
 	isle_comm *c = NULL;
-	int rank, rc = 0;
-	float *in = NULL, *out = NULL;
+	int rank, size, rc = 0;
+	float *in = NULL, *out = NULL, *ref = NULL;
 	char err[512];
 	size_t maxn = o->max_bytes / sizeof(float);
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (strcmp(o->algo, "mpi_flat") && !codec) {
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (strncmp(o->algo, "mpi_", 4) && !codec) {
 		if (rank == 0)
 			fprintf(stderr, "bench_comm: unknown algo %s\n",
 				o->algo);
@@ -331,26 +388,33 @@ static int cmd_mpi(const struct opts *o)
 	}
 	in = malloc(maxn * sizeof(float));
 	out = malloc(maxn * sizeof(float));
-	if (!in || !out) {
+	ref = malloc((maxn / (size_t)size + 1) * sizeof(float));
+	if (!in || !out || !ref) {
 		fprintf(stderr, "bench_comm: out of memory\n");
 		rc = 1;
 		goto out;
 	}
 	memset(out, 0, maxn * sizeof(float)); /* fault the pages in now */
-	/* Gradient-like data: mostly small, some large entries. */
-	srand(1234 + rank);
-	for (size_t i = 0; i < maxn; i++) {
-		float u = (float)rand() / (float)RAND_MAX - 0.5f;
+	for (size_t i = 0; i < maxn; i++)
+		in[i] = datum(rank, i);
+	for (size_t i = (size_t)rank; i < maxn; i += (size_t)size) {
+		float sum = 0;
 
-		in[i] = u * u * u * 8.0f;
+		for (int r = 0; r < size; r++)
+			sum += datum(r, i);
+		ref[i / (size_t)size] = sum;
 	}
 
 	for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;
 	     bytes *= (size_t)o->step) {
-		size_t n = bytes / sizeof(float);
+		size_t n = bytes / sizeof(float), bad_all;
 		int warmup, reps = reps_for(bytes, &warmup);
-		double t[32], mine;
+		double t[32], mine, acc[3] = {0, 0, 0}, sum[3], rel_all;
+		const char *run = "mpi";
 
+		if (c)
+			run = isle_algo_name(
+			    isle_comm_algo_for(c, n, ISLE_DTYPE_F32));
 		for (int i = -warmup; i < reps; i++) { /* < 0: warm-up */
 			MPI_Barrier(MPI_COMM_WORLD);
 			mine = now_s();
@@ -371,21 +435,48 @@ static int cmd_mpi(const struct opts *o)
 					  : "MPI_Allreduce failed");
 				goto out;
 			}
+			/*
+			 * The first call at a size has no error-feedback
+			 * residual yet: its error is the codec's own.
+			 */
+			if (i == -warmup)
+				check(out, ref, n, rank, size, acc);
 			/* A collective takes as long as its slowest rank. */
 			if (i >= 0)
 				MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE,
 					      MPI_MAX, MPI_COMM_WORLD);
 		}
+		MPI_Allreduce(acc, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		bad_all = (size_t)sum[0];
+		rel_all = sum[2] > 0 ? sqrt(sum[1] / sum[2]) : sqrt(sum[1]);
 		if (rank == 0) {
+			qsort(t, (size_t)reps, sizeof(*t), cmp_double);
 			printf("{\"algo\":\"%s\",\"bytes\":%zu,"
-			       "\"time_us_median\":%.1f,\"reps\":%d}\n",
-			       o->algo, bytes, median(t, reps) * 1e6, reps);
+			       "\"time_us_median\":%.1f,\"time_us_p10\":%.1f,"
+			       "\"time_us_p90\":%.1f,\"reps\":%d,\"warmup\":%d,"
+			       "\"run\":\"%s\",\"mismatches\":%zu,"
+			       "\"rel_error\":%.3g}\n",
+			       o->algo, bytes, median(t, reps) * 1e6,
+			       quantile(t, reps, 0.1) * 1e6,
+			       quantile(t, reps, 0.9) * 1e6, reps, warmup, run,
+			       bad_all, rel_all);
 			fflush(stdout);
+		}
+		/* Codec none must be bit-exact; so must every MPI variant. */
+		if (bad_all && (!codec || !strcmp(codec, "none"))) {
+			if (rank == 0)
+				fprintf(stderr,
+					"bench_comm: %s: %zu bytes: %zu "
+					"elements differ from the exact sum\n",
+					o->algo, bytes, bad_all);
+			rc = 1;
+			goto out;
 		}
 	}
 out:
 	free(in);
 	free(out);
+	free(ref);
 	isle_comm_destroy(c);
 	return rc ? 1 : 0;
 }
@@ -476,25 +567,46 @@ out:
 /* -------------------------------------------------------------- report */
 
 struct result {
-	char algo[32];
+	char algo[32], run[32];
 	size_t bytes;
-	double us;
+	double us, p10, p90, rel_error, mismatches;
+	int reps;
 };
+
+static double json_num(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
 
 static int read_results(const char *path, struct result *r, int max)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
+	char line[1024];
 	int n = 0;
 
 	if (!f)
 		die("cannot open %s", path);
-	while (n < max && fgets(line, sizeof(line), f))
-		if (sscanf(line,
-			   "{\"algo\":\"%31[^\"]\",\"bytes\":%zu,"
-			   "\"time_us_median\":%lf",
-			   r[n].algo, &r[n].bytes, &r[n].us) == 3)
-			n++;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		const char *run = strstr(line, "\"run\":\"");
+
+		if (sscanf(line, "{\"algo\":\"%31[^\"]\",\"bytes\":%zu,",
+			   r[n].algo, &r[n].bytes) != 2)
+			continue;
+		r[n].us = json_num(line, "time_us_median");
+		r[n].p10 = json_num(line, "time_us_p10");
+		r[n].p90 = json_num(line, "time_us_p90");
+		r[n].rel_error = json_num(line, "rel_error");
+		r[n].mismatches = json_num(line, "mismatches");
+		r[n].reps = (int)json_num(line, "reps");
+		if (!run || sscanf(run, "\"run\":\"%31[^\"]\"", r[n].run) != 1)
+			snprintf(r[n].run, sizeof(r[n].run), "mpi");
+		n++;
+	}
 	fclose(f);
 	return n;
 }
@@ -518,47 +630,125 @@ static char *slurp(const char *path)
 	return s;
 }
 
-static double json_num(const char *json, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(json, pat);
-	return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
 /*
- * Alpha-beta bound on the emulated link (bytes each node pushes through
- * its uplink, one direction, at the tc rate; intra-node work free):
- *   flat ring over P ranks: the ring crosses each uplink once per step, so
- *     2 (P-1)/P * N bytes and 2 (P-1) latencies;
- *   hierarchical over G nodes: reduce-scatter and allgather of the node
- *     sums, (G-1)/G * N each way, encoded; 2 (G-1) latencies.
+ * Alpha-beta bound on the emulated link for the algorithm that ran (bytes
+ * each node pushes through its uplink, one direction, at the tc rate;
+ * intra-node work free), P ranks on G nodes, ranks numbered node by node:
+ *   ring: each uplink carries one of the P chunks per step, 2 (P-1) steps:
+ *     2 (P-1)/P * N bytes, 2 (P-1) latencies;
+ *   Rabenseifner, han, isle hier (codec none): the node's share crosses
+ *     once each way: 2 (G-1)/G * N bytes (encoded for isle's codecs; top-k's
+ *     reduced chunk carries up to G * k pairs back), 2 (G-1) latencies;
+ *   Open MPI's default (fixed rules pick among them): the smaller of both.
  */
-static double bound_us(const struct opts *o, const char *algo, size_t bytes,
+static double bound_us(const struct opts *o, const struct result *r,
 		       double lat_us)
 {
-	double bps = o->rate_bps / 8, n = (double)bytes;
+	double bps = o->rate_bps / 8, n = (double)r->bytes;
 	int p = o->nodes * o->ppn, g = o->nodes;
-	const char *spec = codec_of(algo);
+	const char *spec = codec_of(r->algo);
+	double ring = 2.0 * (p - 1) * lat_us + 2.0 * (p - 1) / p * n / bps * 1e6;
+	double half = 2.0 * (g - 1) * lat_us + 2.0 * (g - 1) / g * n / bps * 1e6;
 	struct isle_codec c;
-	size_t elems = bytes / sizeof(float), part;
+	size_t elems = r->bytes / sizeof(float), part;
 	double wire;
 
-	if (!spec)
-		return 2.0 * (p - 1) * lat_us +
-		       2.0 * (p - 1) / p * n / bps * 1e6;
+	if (!strcmp(r->algo, "mpi_ring") || !strcmp(r->run, "ring"))
+		return ring;
+	if (!strcmp(r->algo, "mpi_rabenseifner") ||
+	    !strcmp(r->algo, "mpi_han"))
+		return half;
+	if (!spec || !strcmp(r->run, "passthrough") ||
+	    !strcmp(r->run, "rdoubling"))
+		return fmin(ring, half);
 	if (isle_codec_parse(spec, &c, NULL, 0))
 		return NAN;
 	part = elems * (size_t)(g - 1) / (size_t)g;
 	wire = (double)isle_codec_encoded_size(&c, part);
-	if (c.kind == ISLE_CODEC_TOPK) {
-		/* The reduced chunk carries up to g * k pairs back. */
+	if (c.kind == ISLE_CODEC_TOPK)
 		c.ratio = fmin(1.0, c.ratio * g);
-	}
 	wire += (double)isle_codec_encoded_size(&c, part);
 	return 2.0 * (g - 1) * lat_us + wire / bps * 1e6;
+}
+
+static const char *const mpi_algos[] = {"mpi_default", "mpi_ring",
+					"mpi_rabenseifner", "mpi_han"};
+
+/* The fastest MPI variant (median) at r's size, or NULL. */
+static const struct result *mpi_best(const struct result *r, int n,
+				     size_t bytes)
+{
+	const struct result *best = NULL;
+
+	for (int j = 0; j < n; j++)
+		for (size_t m = 0; m < ISLE_ARRAY_LEN(mpi_algos); m++)
+			if (!strcmp(r[j].algo, mpi_algos[m]) &&
+			    r[j].bytes == bytes && (!best || r[j].us < best->us))
+				best = &r[j];
+	return best;
+}
+
+/* Lines "ALGO LINK BYTES" -> {"ALGO": {"LINK": B, ..., "total": T}, ...} */
+static void print_links(FILE *f, const char *path)
+{
+	FILE *in = path ? fopen(path, "r") : NULL;
+	char algo[64], link[64], prev[64] = "";
+	double b, total = 0;
+	int first = 1;
+
+	fprintf(f, "\"link_bytes\": {");
+	while (in && fscanf(in, "%63s %63s %lf", algo, link, &b) == 3) {
+		if (strcmp(algo, prev)) {
+			if (prev[0])
+				fprintf(f, ", \"total\": %.0f}", total);
+			fprintf(f, "%s\n  \"%s\": {", first ? "" : ",", algo);
+			snprintf(prev, sizeof(prev), "%s", algo);
+			total = 0;
+			first = 1;
+		}
+		fprintf(f, "%s\"%s\": %.0f", first ? "" : ", ", link, b);
+		total += b;
+		first = 0;
+	}
+	if (prev[0])
+		fprintf(f, ", \"total\": %.0f}", total);
+	fprintf(f, "\n},\n");
+	if (in)
+		fclose(in);
+}
+
+/* Lines "NAME PCT" -> {"NAME": PCT, ...} */
+static void print_idle(FILE *f, const char *path)
+{
+	FILE *in = path ? fopen(path, "r") : NULL;
+	char name[64];
+	double pct;
+	int i = 0;
+
+	fprintf(f, "\"idle_cpu_pct\": {");
+	while (in && fscanf(in, "%63s %lf", name, &pct) == 2)
+		fprintf(f, "%s\"%s\": %.1f", i++ ? ", " : "", name, pct);
+	fprintf(f, "},\n");
+	if (in)
+		fclose(in);
+}
+
+/* JSON lines of train_mnist -> "convergence": [...] */
+static void print_converge(FILE *f, const char *path)
+{
+	FILE *in = path ? fopen(path, "r") : NULL;
+	char line[1024];
+	int i = 0;
+
+	fprintf(f, "\"convergence\": [");
+	while (in && fgets(line, sizeof(line), in)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '{')
+			fprintf(f, "%s\n  %s", i++ ? "," : "", line);
+	}
+	fprintf(f, "\n],\n");
+	if (in)
+		fclose(in);
 }
 
 static int cmd_report(const struct opts *o)
@@ -593,6 +783,8 @@ static int cmd_report(const struct opts *o)
 		"\"shaped_bytes\": %.0f},\n",
 		o->nodes, o->ppn, o->rate, o->rate_bps / 8 / 1e9, o->mtu,
 		lat_us, link_gbps, o->shaped_bytes);
+	print_idle(f, o->idle);
+	print_links(f, o->links);
 	/* codecs file: {"backend":..,"memcpy_gbps":X,"codecs":[...]} */
 	fprintf(f, "\"memcpy_gbps\": %.3f,\n", json_num(codecs, "memcpy_gbps"));
 	{
@@ -604,30 +796,64 @@ static int cmd_report(const struct opts *o)
 		else
 			fprintf(f, "\"codecs\": [],\n");
 	}
-	fprintf(f, "\"results\": [");
-	for (int i = 0; i < n; i++)
+	print_converge(f, o->converge);
+	for (size_t m = 0; m < ISLE_ARRAY_LEN(mpi_algos); m++) {
+		int k = 0;
+
+		fprintf(f, "\"%s\": [", mpi_algos[m]);
+		for (int i = 0; i < n; i++)
+			if (!strcmp(r[i].algo, mpi_algos[m]))
+				fprintf(f,
+					"%s\n  {\"bytes\": %zu, "
+					"\"time_us_median\": %.1f, "
+					"\"time_us_p10\": %.1f, "
+					"\"time_us_p90\": %.1f}",
+					k++ ? "," : "", r[i].bytes, r[i].us,
+					r[i].p10, r[i].p90);
+		fprintf(f, "\n],\n");
+	}
+	fprintf(f, "\"mpi_best\": [");
+	for (int i = 0, k = 0; i < n; i++) {
+		const struct result *b = mpi_best(r, n, r[i].bytes);
+
+		if (b == &r[i])
+			fprintf(f,
+				"%s\n  {\"bytes\": %zu, \"algo\": \"%s\", "
+				"\"time_us_median\": %.1f}",
+				k++ ? "," : "", b->bytes, b->algo, b->us);
+	}
+	fprintf(f, "\n],\n\"results\": [");
+	for (int i = 0; i < n; i++) {
+		const struct result *b = mpi_best(r, n, r[i].bytes);
+
 		fprintf(f,
 			"%s\n  {\"algo\": \"%s\", \"bytes\": %zu, "
-			"\"time_us_median\": %.1f, \"bound_us\": %.1f}",
-			i ? "," : "", r[i].algo, r[i].bytes, r[i].us,
-			bound_us(o, r[i].algo, r[i].bytes, lat_us));
+			"\"time_us_median\": %.1f, \"time_us_p10\": %.1f, "
+			"\"time_us_p90\": %.1f, \"reps\": %d, \"run\": \"%s\", "
+			"\"mismatches\": %.0f, \"rel_error\": %.3g, "
+			"\"bound_us\": %.1f, \"vs_mpi_best\": %.3f}",
+			i ? "," : "", r[i].algo, r[i].bytes, r[i].us, r[i].p10,
+			r[i].p90, r[i].reps, r[i].run, r[i].mismatches,
+			r[i].rel_error, bound_us(o, &r[i], lat_us),
+			b ? b->us / r[i].us : NAN);
+	}
 	fprintf(f, "\n]\n}\n");
 	if (fclose(f))
 		die("cannot write %s", o->out);
 
-	/* Ratios against mpi_flat, and measured / bound. */
-	printf("%-10s %11s %12s %10s %10s %9s\n", "algo", "bytes", "median_us",
-	       "bound_us", "x_bound", "vs_flat");
+	/* Speed-up over the fastest MPI variant, and measured / bound. */
+	printf("%-16s %10s %10s %10s %10s %10s %7s %9s %-11s %s\n", "algo",
+	       "bytes", "median_us", "p10_us", "p90_us", "bound_us", "x_bnd",
+	       "vs_best", "run", "rel_error");
 	for (int i = 0; i < n; i++) {
-		double flat = NAN,
-		       b = bound_us(o, r[i].algo, r[i].bytes, lat_us);
+		const struct result *b = mpi_best(r, n, r[i].bytes);
+		double bd = bound_us(o, &r[i], lat_us);
 
-		for (int j = 0; j < n; j++)
-			if (!strcmp(r[j].algo, "mpi_flat") &&
-			    r[j].bytes == r[i].bytes)
-				flat = r[j].us;
-		printf("%-10s %11zu %12.1f %10.1f %10.2f %8.2fx\n", r[i].algo,
-		       r[i].bytes, r[i].us, b, r[i].us / b, flat / r[i].us);
+		printf("%-16s %10zu %10.1f %10.1f %10.1f %10.1f %7.2f %8.2fx "
+		       "%-11s %.3g\n",
+		       r[i].algo, r[i].bytes, r[i].us, r[i].p10, r[i].p90, bd,
+		       r[i].us / bd, b ? b->us / r[i].us : NAN, r[i].run,
+		       r[i].rel_error);
 	}
 	free(codecs);
 	free(probe);

@@ -256,7 +256,7 @@ static float kth_largest(float *a, size_t n, size_t k)
 static __thread struct {
 	void *p;
 	size_t len;
-} tls_scratch[2];
+} tls_scratch[3];
 
 static void *scratch(int slot, size_t bytes)
 {
@@ -272,14 +272,16 @@ static void *scratch(int slot, size_t bytes)
 }
 
 /*
- * Indices (ascending) of mag(v) >= t, at most cap (returns the full count).
- * With add, first v[i] += add[i]: error feedback folded into the same pass.
+ * Indices (ascending) of mag(v) >= t and their values, at most cap (returns
+ * the full count). With add, first v[i] += add[i]: error feedback folded
+ * into the same pass. The values come along so that the selection after
+ * never gathers from v again (scattered reads over the whole buffer).
  */
 typedef size_t (*scan_fn)(float *v, const float *add, size_t n, float t,
-			  uint32_t *idx, size_t cap);
+			  uint32_t *idx, float *val, size_t cap);
 
 static size_t scan_ge_scalar(float *v, const float *add, size_t n, float t,
-			     uint32_t *idx, size_t cap)
+			     uint32_t *idx, float *val, size_t cap)
 {
 	size_t c = 0;
 
@@ -287,8 +289,10 @@ static size_t scan_ge_scalar(float *v, const float *add, size_t n, float t,
 		if (add)
 			v[i] += add[i];
 		if (!(fabsf(v[i]) < t)) { /* NaN passes */
-			if (c < cap)
+			if (c < cap) {
 				idx[c] = (uint32_t)i;
+				val[c] = v[i];
+			}
 			c++;
 		}
 	}
@@ -329,7 +333,7 @@ static void topk_encode_nonfinite(const float *v, size_t n, size_t k,
 }
 
 /*
- * Top-k of |v| into the wire format. Threshold from a strided sample, then
+ * Top-k of |v| into the wire format. Threshold from a sample, then
  * the exact k-th value among the candidates; ties at the threshold are
  * taken in index order. Falls back to an exact selection over all of v if
  * the sample's guess admits too few or too many candidates.
@@ -339,7 +343,7 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 {
 	uint32_t *hdr = dst, *idx = hdr + 2, *cand;
 	size_t k = isle__topk_k(c, n), ns, cap, nc = 0, out = 0, ties;
-	float *abs, *vals, t = 0;
+	float *abs, *cval, *vals, t = 0;
 
 	hdr[0] = 0;
 	hdr[1] = (uint32_t)n;
@@ -350,19 +354,28 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 	cap = 2 * k + 1024 < n ? 2 * k + 1024 : n;
 	cand = scratch(0, cap * sizeof(*cand));
 	abs = scratch(1, (cap > 16384 ? cap : 16384) * sizeof(*abs));
-	if (!cand || !abs)
+	cval = scratch(2, cap * sizeof(*cval));
+	if (!cand || !abs || !cval)
 		return -ENOMEM;
 
 	ns = n < 16384 ? n : 16384;
 	if (ns < n) {
-		size_t stride = n / ns, r = (size_t)((double)k * 1.3 * ns / n);
+		/*
+		 * 256 evenly spaced runs of 64 contiguous values: whole cache
+		 * lines and 256 pages touched, not one miss per sample.
+		 */
+		size_t stride = n / 256, r = (size_t)((double)k * 1.3 * ns / n);
 
-		for (size_t i = 0; i < ns; i++)
-			abs[i] =
-			    mag(v[i * stride] + (add ? add[i * stride] : 0.0f));
+		for (size_t b = 0; b < 256; b++)
+			for (size_t j = 0; j < 64; j++) {
+				size_t i = b * stride + j;
+
+				abs[b * 64 + j] =
+				    mag(v[i] + (add ? add[i] : 0.0f));
+			}
 		if (r < ns) {
 			t = kth_largest(abs, ns, r);
-			nc = scan(v, add, n, t, cand, cap);
+			nc = scan(v, add, n, t, cand, cval, cap);
 			add = NULL; /* v holds the values from here on */
 		}
 	}
@@ -378,34 +391,39 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 			all[i] = mag(v[i]);
 		t = kth_largest(all, n, k - 1);
 		free(all);
-		nc = scan(v, NULL, n, t, cand, cap);
+		nc = scan(v, NULL, n, t, cand, cval, cap);
 		if (nc > cap)
 			nc = cap; /* only ties beyond cap; k <= cap */
 	}
 	if (nc < k) /* cannot happen: mag() orders every value */
 		return -EIO;
 	for (size_t i = 0; i < nc; i++)
-		abs[i] = mag(v[cand[i]]);
+		abs[i] = mag(cval[i]);
 	t = kth_largest(abs, nc, k - 1);
 	if (isinf(t)) {
 		topk_encode_nonfinite(v, n, k, hdr);
 		return 0;
 	}
 
-	/* Strictly above t, plus ties at t in index order up to k. */
+	/*
+	 * Strictly above t, plus ties at t in index order up to k, compacted
+	 * in place (cand/cval keep their order), then written out.
+	 */
 	ties = k;
 	for (size_t i = 0; i < nc; i++)
-		ties -= mag(v[cand[i]]) > t;
+		ties -= mag(cval[i]) > t;
 	for (size_t i = 0; i < nc && out < k; i++) {
-		float a = mag(v[cand[i]]);
+		float a = mag(cval[i]);
 
-		if (a > t || (a == t && ties && ties--))
-			idx[out++] = cand[i];
+		if (a > t || (a == t && ties && ties--)) {
+			cand[out] = cand[i];
+			cval[out++] = cval[i];
+		}
 	}
+	memcpy(idx, cand, out * sizeof(*idx));
 	/* Values follow the indices actually written. */
 	vals = (float *)(idx + out);
-	for (size_t i = 0; i < out; i++)
-		vals[i] = v[idx[i]];
+	memcpy(vals, cval, out * sizeof(*vals));
 	hdr[0] = (uint32_t)out;
 	return 0;
 }
@@ -816,7 +834,7 @@ AVX2 static void int8_dec_avx2(const struct isle_codec *c, const void *src,
 }
 
 AVX2 static size_t scan_ge_avx2(float *v, const float *add, size_t n, float t,
-				uint32_t *idx, size_t cap)
+				uint32_t *idx, float *val, size_t cap)
 {
 	const __m256 vt = _mm256_set1_ps(t);
 	size_t c = 0, i = 0;
@@ -835,8 +853,10 @@ AVX2 static size_t scan_ge_avx2(float *v, const float *add, size_t n, float t,
 		while (m) {
 			unsigned j = (unsigned)__builtin_ctz(m);
 
-			if (c < cap)
+			if (c < cap) {
 				idx[c] = (uint32_t)(i + j);
+				val[c] = v[i + j];
+			}
 			c++;
 			m &= m - 1;
 		}
@@ -845,8 +865,10 @@ AVX2 static size_t scan_ge_avx2(float *v, const float *add, size_t n, float t,
 		if (add)
 			v[i] += add[i];
 		if (!(fabsf(v[i]) < t)) { /* NaN passes */
-			if (c < cap)
+			if (c < cap) {
 				idx[c] = (uint32_t)i;
+				val[c] = v[i];
+			}
 			c++;
 		}
 	}

@@ -408,6 +408,105 @@ static void describe(struct isle_comm *c)
 		    lv->name, isle_scope_name(c->plan->levels[l].scope),
 		    lv->nshards, lv->max_size, lv->bw_gbps, lv->lat_us, codec);
 	}
+	if (c->pass_max && o < sizeof(c->desc))
+		snprintf(c->desc + o, sizeof(c->desc) - o,
+			 ", MPI's own up to %zu bytes (probed)", c->pass_max);
+}
+
+/*
+ * The crossover probe (ISLE_COMM_CALIBRATE, auto only): where the model
+ * trusts plan latencies that a loaded or oversubscribed host does not
+ * deliver, the shim's many small steps lose to the library's few. At each
+ * probe size the model gives to the shim, the library's allreduce and the
+ * shim's are timed in turn (median of CAL_REPS after a warm-up, each rank);
+ * one MPI_MAX allreduce of all the times gives every rank the same numbers,
+ * so all set the same pass_max: the largest probe size the library won.
+ * Above the probes the model decides (bandwidth terms, which it gets right).
+ */
+#define CAL_MIN (4u << 10)
+#define CAL_MAX (1u << 20)
+#define CAL_REPS 3
+#define CAL_N 5 /* 4 KiB .. 1 MiB, x4 */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int calibrate(struct isle_comm *c)
+{
+	struct isle__chan *ch = &c->sync;
+	double mine[2 * CAL_N], all[2 * CAL_N];
+	isle_algo algo[CAL_N];
+	float *buf = NULL, *tmpl = NULL;
+	int rc = 0, any = 0;
+
+	c->pass_max = 0;
+	for (int k = 0; k < CAL_N; k++) {
+		algo[k] = isle__choose(c, (CAL_MIN << (2 * k)) / 4,
+				       ISLE_DTYPE_F32);
+		any |= algo[k] != ISLE_ALGO_PASSTHROUGH;
+	}
+	/* Same plan, same config on every rank: all skip alike. */
+	if (!any || ch->size < 2)
+		return 0;
+	buf = malloc(CAL_MAX);
+	tmpl = malloc(CAL_MAX);
+	if (!buf || !tmpl) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < CAL_MAX / 4; i++)
+		tmpl[i] = (float)((int)(i % 7) - 3) * 0.25f;
+	for (int k = 0; k < CAL_N; k++) {
+		size_t bytes = CAL_MIN << (2 * k), n = bytes / 4;
+		double t[2][CAL_REPS];
+
+		mine[2 * k] = mine[2 * k + 1] = 0;
+		if (algo[k] == ISLE_ALGO_PASSTHROUGH)
+			continue;
+		for (int r = -1; r < CAL_REPS; r++)
+			for (int w = 0; w < 2; w++) { /* library, shim */
+				double t0;
+
+				memcpy(buf, tmpl, bytes);
+				PMPI_Barrier(ch->all);
+				t0 = isle__now();
+				if (w == 0)
+					rc = PMPI_Allreduce(
+						 MPI_IN_PLACE, buf, (int)n,
+						 MPI_FLOAT, MPI_SUM,
+						 ch->all) == MPI_SUCCESS
+						 ? 0
+						 : -EIO;
+				else
+					rc = isle__allreduce(
+					    ch, buf, n, ISLE_DTYPE_F32,
+					    algo[k], UINT64_MAX);
+				if (rc)
+					goto out;
+				if (r >= 0)
+					t[w][r] = isle__now() - t0;
+			}
+		for (int w = 0; w < 2; w++) {
+			qsort(t[w], CAL_REPS, sizeof(double), cmp_dbl);
+			mine[2 * k + w] = t[w][CAL_REPS / 2];
+		}
+	}
+	if (PMPI_Allreduce(mine, all, 2 * CAL_N, MPI_DOUBLE, MPI_MAX,
+			   ch->all) != MPI_SUCCESS) {
+		rc = -EIO;
+		goto out;
+	}
+	for (int k = 0; k < CAL_N; k++)
+		if (algo[k] != ISLE_ALGO_PASSTHROUGH && all[2 * k + 1] > all[2 * k])
+			c->pass_max = CAL_MIN << (2 * k);
+out:
+	free(buf);
+	free(tmpl);
+	return rc;
 }
 
 int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
@@ -462,6 +561,13 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 				isle_comm_strerror(rc));
 		goto out;
 	}
+	if (c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
+	    (rc = calibrate(c))) {
+		isle__comm_errf(err, errlen, rc,
+				"isle_comm_create: crossover probe: %s",
+				isle_comm_strerror(rc));
+		goto out;
+	}
 	describe(c);
 	if (c->cfg.async)
 		isle__async_start(c); /* stays NULL without THREAD_MULTIPLE */
@@ -505,6 +611,8 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		return ISLE_ALGO_PASSTHROUGH;
 	if (c->cfg.algo != ISLE_ALGO_AUTO)
 		return c->cfg.algo;
+	if (bytes <= c->pass_max)
+		return ISLE_ALGO_PASSTHROUGH;
 	/* Job-wide values only, so that every rank picks the same. */
 	for (int l = 0; l < ch->nlev; l++) {
 		m[l].group_size = ch->lev[l].max_size;

@@ -97,6 +97,7 @@ struct isle_comm {
 	struct isle__chan sync, async;
 	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
 	int plans_differ; /* ranks loaded different plans: passthrough */
+	size_t pass_max;  /* auto: calibrated, up to this many bytes pass */
 	char desc[512];
 };
 

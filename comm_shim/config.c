@@ -78,6 +78,7 @@ void isle_comm_config_default(struct isle_comm_config *cfg)
 	cfg->fusion_bytes = 4u << 20;
 	cfg->cycle_ms = 2;
 	cfg->min_bytes = 0;
+	cfg->calibrate = 1;
 	cfg->async = 1;
 }
 
@@ -130,6 +131,10 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	if ((rc = isle__env_double("ISLE_COMM_ASYNC", &v, err, errlen)))
 		return rc;
 	cfg->async = v != 0;
+	v = 1;
+	if ((rc = isle__env_double("ISLE_COMM_CALIBRATE", &v, err, errlen)))
+		return rc;
+	cfg->calibrate = v != 0;
 	z = 0;
 	if ((rc = isle__env_size("ISLE_COMM_VERBOSE", &z, err, errlen)))
 		return rc;

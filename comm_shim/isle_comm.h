@@ -257,13 +257,19 @@ struct isle_algo_level {
  * Alpha-beta time (microseconds) of allreduce of `bytes` bytes with algo
  * over levels[0..nlevels) (tightest first; total ranks = product of group
  * sizes). Flat algorithms run at the slowest bandwidth and the highest
- * latency of the levels. Returns a negative value if algo cannot run.
+ * latency of the levels. ISLE_ALGO_PASSTHROUGH is the library's own: the
+ * best of recursive doubling, Rabenseifner and ring, ranks numbered level
+ * by level. Returns a negative value if algo cannot run.
  */
 ISLE_COMM_API double isle_algo_cost_us(isle_algo algo,
 				       const struct isle_algo_level *levels,
 				       int nlevels, size_t bytes);
 
-/* The cheapest of ring, recursive doubling and hierarchical. */
+/*
+ * The cheapest of the library's own (passthrough, preferred on ties),
+ * hierarchical, ring and recursive doubling. Depends only on its
+ * arguments, so ranks that pass job-wide values all pick the same.
+ */
 ISLE_COMM_API isle_algo isle_algo_choose(const struct isle_algo_level *levels,
 					 int nlevels, size_t bytes,
 					 double *cost_us);
@@ -289,6 +295,7 @@ struct isle_comm_config {
 	size_t fusion_bytes; /* ISLE_COMM_FUSION_BYTES, 0 = no fusion */
 	double cycle_ms;     /* ISLE_COMM_CYCLE_MS */
 	size_t min_bytes;    /* ISLE_COMM_MIN_BYTES: below, pass through */
+	int calibrate;	     /* ISLE_COMM_CALIBRATE: crossover probe */
 	int async;	     /* ISLE_COMM_ASYNC: helper thread */
 	int verbose;	     /* ISLE_COMM_VERBOSE */
 };

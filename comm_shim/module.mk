@@ -93,6 +93,19 @@ $(B)/tests/comm_mpi_check: $(B)/comm_shim/comm_mpi_check.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(BINS_TESTS_COMM)
 
+# Fashion-MNIST MLP, data parallel over plain MPI_Allreduce (convergence
+# under the shim: tests/integration/46-comm-mnist-spank.sh, make bench-converge).
+$(B)/comm_shim/train_mnist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(B)/tests/train_mnist: $(B)/comm_shim/train_mnist.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lz -lm
+all: $(B)/tests/train_mnist
+BENCHES += bench-converge
+.PHONY: bench-converge
+bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libisle_mpi_ompi.so
+	@B=$(CURDIR)/$(B) scripts/bench-converge.sh; rc=$$?; \
+		if [ $$rc = 77 ]; then echo "bench-converge: skipped"; else exit $$rc; fi
+
 # Plan load time for a large job (prints, asserts nothing):
 #   build/tests/bench_plan 65536
 $(B)/comm_shim/bench_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)

@@ -11,6 +11,14 @@
 # mpirun runs inside node 0. The other nodes get their orted through a launch
 # agent (plm_rsh_agent) that enters the node's namespaces instead of ssh-ing.
 #
+# Baselines, all in one run: Open MPI's default (coll_tuned fixed rules),
+# a forced ring and a forced Rabenseifner (coll_tuned dynamic rules), and
+# Open MPI's hierarchical coll/han; mpi_best is the fastest at each size.
+# Bytes on every shaped link come from tc counters read before and after each
+# algorithm, idle CPU from /proc/stat over each algorithm's run. The
+# convergence runs (scripts/bench-converge.sh, Fashion-MNIST) go into the
+# same comm.json unless ISLE_BENCH_CONVERGE=0.
+#
 # Usage: scripts/bench-comm.sh [--nodes N] [--ppn R] [--rate RATE]
 #                              [--max-bytes B] [--algos a,b,...] [--out FILE]
 #   --rate       tc rate of each node uplink, e.g. 1gbit (default), 10gbit
@@ -31,7 +39,7 @@ ppn=4
 rate=1gbit
 mtu=9000
 max_bytes=$((256 << 20))
-algos=mpi_flat,isle_none,isle_bf16,isle_int8,isle_topk
+algos=mpi_default,mpi_ring,mpi_rabenseifner,mpi_han,isle_none,isle_bf16,isle_int8,isle_topk
 out=$B/bench/comm.json
 
 while [ $# -gt 0 ]; do
@@ -55,7 +63,11 @@ skip() {
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) not installed"
 command -v tc >/dev/null || skip "tc not installed"
-command -v mpirun >/dev/null || skip "Open MPI mpirun not installed"
+# Open MPI's own launcher (the mpirun alternative may point to MPICH's), by
+# name: an absolute path makes Open MPI pass --prefix to the launch agent.
+MPIRUN=mpirun.openmpi
+command -v $MPIRUN >/dev/null || MPIRUN=mpirun
+command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
 [ -x "$BENCH" ] || skip "$BENCH not built"
 [ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }
@@ -137,18 +149,52 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 np=$((nodes * ppn))
 plan=$work/plan.json
 
+# MCA parameters of each MPI variant (Open MPI 4.1: allreduce algorithm 4 is
+# ring, 6 Rabenseifner).
+mca_of() {
+	case $1 in
+	mpi_ring) echo "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4" ;;
+	mpi_rabenseifner) echo "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 6" ;;
+	mpi_han) echo "--mca coll_han_priority 100" ;;
+	esac
+}
+
+# Sent bytes of every shaped qdisc: "LINK BYTES" lines (nI_up: node I to
+# the switch, nI_down: switch to node I).
+link_bytes() {
+	local i b
+	for ((i = 0; i < nodes; i++)); do
+		b=$(ip netns exec "$(node_ns $i)" tc -s qdisc show dev eth0 |
+			sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -1)
+		echo "n${i}_up ${b:-0}"
+		b=$(ip netns exec "$sw" tc -s qdisc show dev "p$i" |
+			sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -1)
+		echo "n${i}_down ${b:-0}"
+	done
+}
+
+# "idle total" jiffies of all CPUs (idle + iowait count as idle).
+cpu_jiffies() {
+	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t; exit }' /proc/stat
+}
+idle_pct() { # IDLE0 TOTAL0 IDLE1 TOTAL1
+	awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { printf "%.1f", (d > b ? 100 * (c - a) / (d - b) : 0) }'
+}
+
 # run_mpi ARGS...: one mpirun of "bench_comm ARGS" across the emulated nodes.
 # Ranks yield when idle: the host may have fewer cores than ranks.
+# $mca: extra MCA arguments for this run.
+mca=""
 run_mpi() {
 	timeout -k 10 "$run_timeout" \
 		ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c \
 		"hostname $(node_ns 0) && exec \"\$@\"" sh \
-		mpirun --hostfile "$hostfile" -np "$np" --map-by "ppr:$ppn:node" \
+		"$MPIRUN" --hostfile "$hostfile" -np "$np" --map-by "ppr:$ppn:node" \
 		--bind-to none \
 		--mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
 		--mca btl self,vader,tcp \
 		--mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
-		--mca mpi_yield_when_idle 1 \
+		--mca mpi_yield_when_idle 1 $mca \
 		-x ISLE_PLAN="$plan" -x ISLE_COMM_ASYNC=0 \
 		"$BENCH" "$@" &
 	# wait (unlike a foreground job) lets INT/TERM run the cleanup now.
@@ -166,29 +212,58 @@ lat=$(sed -n 's/.*"lat_us": *\([0-9.]*\).*/\1/p' "$probe")
 "$BENCH" plan --nodes "$nodes" --ppn "$ppn" --rate "$rate" \
 	--lat-us "${lat:-50}" >"$plan"
 
-results=$work/results
+results=$work/results links=$work/links idle=$work/idle
 : >"$results"
+: >"$links"
+: >"$idle"
+read -r run_i0 run_t0 < <(cpu_jiffies)
 IFS=, read -ra algo_list <<<"$algos"
 for a in "${algo_list[@]}"; do
 	echo "bench-comm: $a" >&2
+	mca=$(mca_of "$a")
+	link_bytes >"$work/links0"
+	read -r i0 t0 < <(cpu_jiffies)
 	run_mpi mpi --algo "$a" --max-bytes "$max_bytes" >"$work/$a.out"
+	read -r i1 t1 < <(cpu_jiffies)
+	link_bytes >"$work/links1"
+	echo "$a $(idle_pct "$i0" "$t0" "$i1" "$t1")" >>"$idle"
+	# Bytes this algorithm sent on each shaped link.
+	paste "$work/links0" "$work/links1" |
+		awk -v a="$a" '{ print a, $1, $4 - $2 }' >>"$links"
 	cat "$work/$a.out" >&2
 	cat "$work/$a.out" >>"$results"
 done
+mca=""
+read -r run_i1 run_t1 < <(cpu_jiffies)
+echo "all_algos $(idle_pct "$run_i0" "$run_t0" "$run_i1" "$run_t1")" >>"$idle"
 
 # Proof that the traffic went through the shaped uplinks, not around them.
 shaped=0
-for ((i = 0; i < nodes; i++)); do
-	b=$(ip netns exec "$(node_ns $i)" tc -s qdisc show dev eth0 |
-		sed -n 's/^ *Sent \([0-9]*\) bytes.*/\1/p' | head -1)
-	shaped=$((shaped + ${b:-0}))
-done
+while read -r l b; do
+	case $l in *_up) shaped=$((shaped + b)) ;; esac
+done < <(link_bytes)
 
 # Single-core codec throughput and memcpy, outside the namespaces.
 codecs=$work/codecs
+read -r i0 t0 < <(cpu_jiffies)
 taskset -c 0 "$BENCH" codecs >"$codecs"
+read -r i1 t1 < <(cpu_jiffies)
+echo "codecs $(idle_pct "$i0" "$t0" "$i1" "$t1")" >>"$idle"
+
+# Convergence on Fashion-MNIST (no network emulation needed: it measures
+# accuracy, not time).
+converge=$work/converge
+: >"$converge"
+if [ "${ISLE_BENCH_CONVERGE:-1}" != 0 ]; then
+	read -r i0 t0 < <(cpu_jiffies)
+	B=$B "$here/scripts/bench-converge.sh" --out "$converge" ||
+		echo "bench-comm: convergence runs skipped or failed (rc $?)" >&2
+	read -r i1 t1 < <(cpu_jiffies)
+	echo "converge $(idle_pct "$i0" "$t0" "$i1" "$t1")" >>"$idle"
+fi
 
 "$BENCH" report --results "$results" --codecs "$codecs" --probe "$probe" \
 	--nodes "$nodes" --ppn "$ppn" --rate "$rate" --mtu "$mtu" \
-	--shaped-bytes "$shaped" --out "$out"
+	--shaped-bytes "$shaped" --links "$links" --idle "$idle" \
+	--converge "$converge" --out "$out"
 echo "bench-comm: wrote $out" >&2

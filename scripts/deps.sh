@@ -62,6 +62,8 @@ PACKAGES=(
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
 	libopenmpi-dev openmpi-bin libpmix-dev libmpich-dev mpich graphviz gnuplot-nox iproute2
 	procps psmisc util-linux libxml2-utils
+	# Fashion-MNIST (gzip idx files) for the shim's convergence check
+	dataset-fashion-mnist
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev

@@ -240,8 +240,9 @@ else
 	tail -5 "$T/badplan.out"
 fi
 # A hung rank: the others report it within ISLE_COMM_TIMEOUT_S and srun
-# ends the step (not a hang until the srun timeout).
-step hang "$N2" 1 ISLE_PLAN="$T/p2.json" ISLE_COMM_TIMEOUT_S=3 -- fail --rank 5 --how hang
+# ends the step (not a hang until the srun timeout). Forced hier: auto
+# hands small messages to MPI, whose allreduce has no deadline.
+step hang "$N2" 1 ISLE_PLAN="$T/p2.json" ISLE_COMM_ALGO=hier ISLE_COMM_TIMEOUT_S=3 -- fail --rank 5 --how hang
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
 	grep -q 'timed out after 3 s waiting for rank' "$T/hang.out"; then

@@ -62,24 +62,56 @@ static void test_choice(void **state)
 	double t_small, t_big, flat, hier;
 
 	/*
-	 * Latency-bound: recursive doubling's cost (hier over one level runs
-	 * it too, and wins ties); bandwidth-bound: the ring's, far below.
+	 * One level: the library's own is the best of what the shim could
+	 * run flat, so it is chosen (ties go to it): recursive doubling's
+	 * cost when latency-bound, below the ring's (Rabenseifner: same
+	 * bytes, fewer latencies) when bandwidth-bound.
 	 */
-	isle_algo_choose(&one, 1, 64, &t_small);
+	assert_int_equal(isle_algo_choose(&one, 1, 64, &t_small),
+			 ISLE_ALGO_PASSTHROUGH);
 	assert_true(t_small ==
 		    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &one, 1, 64));
 	assert_true(t_small < isle_algo_cost_us(ISLE_ALGO_RING, &one, 1, 64));
-	isle_algo_choose(&one, 1, 64 << 20, &t_big);
-	assert_true(t_big ==
+	assert_int_equal(isle_algo_choose(&one, 1, 64 << 20, &t_big),
+			 ISLE_ALGO_PASSTHROUGH);
+	assert_true(t_big <
 		    isle_algo_cost_us(ISLE_ALGO_RING, &one, 1, 64 << 20));
 	assert_true(t_big <
 		    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &one, 1, 64 << 20));
+	/* Rabenseifner, 16 ranks: 2 * 4 latencies, 2 * 15/16 of the bytes. */
+	assert_true(fabs(t_big - (8 * 10 + 2 * (15.0 / 16) * (64 << 20) /
+						 (10 * 1e3))) < 1e-6);
 
-	/* Thin network under fat islands: hierarchical wins big messages. */
-	assert_int_equal(isle_algo_choose(two, 2, 64 << 20, &hier),
-			 ISLE_ALGO_HIER);
+	/*
+	 * Two levels, small messages: the library's recursive doubling keeps
+	 * its first steps on the fast level, one step crosses the thin one;
+	 * hier's ring inside the island costs more latencies.
+	 */
+	assert_int_equal(isle_algo_choose(two, 2, 4096, &t_small),
+			 ISLE_ALGO_PASSTHROUGH);
+	assert_true(t_small <= isle_algo_cost_us(ISLE_ALGO_HIER, two, 2, 4096));
+	assert_true(fabs(t_small -
+			 (3 * (2 + 4096 / 200e3) + 2 * (20 + 4096 / 1e3))) <
+		    1e-6);
+
+	/*
+	 * Thin network under fat islands: hierarchical is far below a flat
+	 * ring; uncompressed, it moves the same bytes as Rabenseifner, so
+	 * the library keeps big messages; compressed, hier wins.
+	 */
+	hier = isle_algo_cost_us(ISLE_ALGO_HIER, two, 2, 64 << 20);
 	flat = isle_algo_cost_us(ISLE_ALGO_RING, two, 2, 64 << 20);
 	assert_true(hier < flat / 4);
+	assert_true(isle_algo_cost_us(ISLE_ALGO_PASSTHROUGH, two, 2,
+				      64 << 20) < hier * 1.05);
+	{
+		struct isle_algo_level bf[2] = {two[0], lvl(4, 1, 20, "bf16")};
+
+		assert_int_equal(isle_algo_choose(bf, 2, 64 << 20, NULL),
+				 ISLE_ALGO_HIER);
+		assert_int_equal(isle_algo_choose(bf, 2, 64, NULL),
+				 ISLE_ALGO_PASSTHROUGH);
+	}
 
 	/* Compression on the thin level cuts its cost by the wire ratio. */
 	{
@@ -105,7 +137,7 @@ static void test_choice(void **state)
 		assert_true(k1 < n1 / 30);
 	}
 	/* Costs grow with size, for every algorithm. */
-	for (int a = ISLE_ALGO_RING; a <= ISLE_ALGO_HIER; a++)
+	for (int a = ISLE_ALGO_RING; a <= ISLE_ALGO_PASSTHROUGH; a++)
 		for (size_t b = 4; b < (1u << 28); b *= 4)
 			assert_true(isle_algo_cost_us(a, two, 2, b) <
 				    isle_algo_cost_us(a, two, 2, b * 4));
