@@ -490,9 +490,17 @@ isle__spawn() { # dir role name cmd...
 		export SLURM_CONF="$d/etc/slurm.conf"
 		exec "$@"
 	) </dev/null >>"$out" 2>&1 &
-	echo "$role $name $!" >>"$d/pids"
+	local pid=$! i
+	echo "$role $name $pid" >>"$d/pids"
+	# Until the subshell has exec'ed, its cmdline is this script's, and
+	# isle__alive would call the daemon dead: wait for the exec (or its end).
+	for ((i = 0; i < 300; i++)); do
+		isle__alive "$d" "$pid" && break
+		[ -e "/proc/$pid" ] || break
+		sleep 0.05
+	done
 	# No "Terminated"/"Killed" job notices from this shell at teardown.
-	disown $! 2>/dev/null || true
+	disown "$pid" 2>/dev/null || true
 }
 
 # Did any recorded daemon die? Prints "role name" of the first one.
