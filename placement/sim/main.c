@@ -30,7 +30,8 @@ static void usage(FILE *f)
 	    "usage: islesim [options]\n"
 	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
 	    " cluster file\n"
-	    "  --policy P       isle | linear | tree | block | random | all"
+	    "  --policy P       isle | linear | tree | block | random |"
+	    " tree-sw | block-seg | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
@@ -58,9 +59,11 @@ static void usage(FILE *f)
 
 static void print_header(void)
 {
-	printf("%-9s %-7s %6s %6s %6s %6s %6s %5s %9s %5s %8s %8s\n", "cluster",
-	       "policy", "tp_isl", "tp_req", "cost", "cost95", "infer", "occ",
-	       "wait_s", "frag", "dec_p50", "dec_p99");
+	printf("%-9s %-9s %7s %7s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
+	       "%8s\n",
+	       "cluster", "policy", "step_s", "step95", "wait_s", "wait95",
+	       "jct_s", "split%", "tp_req", "ecost", "occ", "frag", "dec_p50",
+	       "dec_p99");
 }
 
 static void print_row(const char *cluster, const char *policy,
@@ -70,11 +73,12 @@ static void print_row(const char *cluster, const char *policy,
 
 	if (!header++)
 		print_header();
-	printf("%-9s %-7s %6.1f %6.1f %6.3f %6.3f %6.3f %5.3f %9.0f %5.3f "
-	       "%8.1f %8.1f\n",
-	       cluster, policy, m->tp_in_island_pct, m->tp_in_island_req_pct,
-	       m->comm_cost_ratio_mean, m->comm_cost_ratio_p95,
-	       m->infer_latency_ratio_mean, m->occupancy_mean, m->wait_mean_s,
+	printf("%-9s %-9s %7.2f %7.2f %8.0f %8.0f %9.0f %6.1f %6.1f %6.3f "
+	       "%5.3f %5.3f %8.1f %8.1f\n",
+	       cluster, policy, m->step_time_mean, m->step_time_p95,
+	       m->wait_mean_s, m->wait_p95_s, m->jct_mean_s,
+	       m->tp_groups_split_pct, m->tp_in_island_req_pct,
+	       m->comm_cost_ratio_mean, m->occupancy_mean,
 	       m->fragmentation_mean, m->decision_us_p50, m->decision_us_p99);
 }
 
@@ -166,20 +170,26 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			fprintf(
 			    js,
 			    "%s\n    {\"cluster\": \"%s\", \"policy\": \"%s\", "
+			    "\"step_time_mean\": %.4f, "
+			    "\"step_time_p95\": %.4f, "
+			    "\"wait_mean_s\": %.1f, \"wait_p95_s\": %.1f, "
+			    "\"jct_mean_s\": %.1f, "
+			    "\"tp_groups_split_pct\": %.2f, "
+			    "\"occupancy_mean\": %.4f, "
 			    "\"tp_in_island_pct\": %.2f, "
-			    "\"comm_cost_ratio_mean\": %.4f, "
-			    "\"comm_cost_ratio_p95\": %.4f, "
-			    "\"infer_latency_ratio_mean\": %.4f, "
-			    "\"occupancy_mean\": %.4f, \"wait_mean_s\": %.1f, "
+			    "\"engine_cost_ratio_mean\": %.4f, "
+			    "\"engine_cost_ratio_p95\": %.4f, "
+			    "\"engine_infer_latency_ratio_mean\": %.4f, "
 			    "\"fragmentation_mean\": %.4f, "
 			    "\"decision_us_p50\": %.2f, "
 			    "\"decision_us_p99\": %.2f}",
 			    *first ? "" : ",", cluster, sim_policy_names[p],
-			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
-			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
-			    m.occupancy_mean, m.wait_mean_s,
-			    m.fragmentation_mean, m.decision_us_p50,
-			    m.decision_us_p99);
+			    m.step_time_mean, m.step_time_p95, m.wait_mean_s,
+			    m.wait_p95_s, m.jct_mean_s, m.tp_groups_split_pct,
+			    m.occupancy_mean, m.tp_in_island_pct,
+			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
+			    m.infer_latency_ratio_mean, m.fragmentation_mean,
+			    m.decision_us_p50, m.decision_us_p99);
 			*first = 0;
 		}
 	}

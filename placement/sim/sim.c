@@ -7,6 +7,14 @@
  * free (by count), and later jobs may start only if they end before it or
  * fit in the GPUs left over at that time. Every policy sees the same
  * stream and the same scheduler; only the placement differs.
+ *
+ * Requests are shaped as users submit them: a job of a whole node or more
+ * asks for k nodes of g GPUs (-N k --gpus-per-node=g), a smaller job for
+ * one node. Each training job's step time comes from the flow model
+ * (netsim.c): compute plus its communication under the sharing of the
+ * fabric with every job running at the time, recomputed whenever a job
+ * with traffic on the fabric starts or ends; a job's step time is the
+ * time-weighted mean over its run.
  */
 #include <errno.h>
 #include <math.h>
@@ -46,6 +54,15 @@ struct state {
 	long tp_groups, tp_inside, req_groups, req_inside;
 	double wait_sum;
 	int started;
+	/* flow model: per job compute and step time, integrated over time */
+	struct sim_net *net;
+	double *compute, *step_cur, *step_int, *step_last;
+	char *onfab;
+	int net_dirty;
+	double *steps, *waits, *jcts;
+	int nsteps, capsteps, nwaits, capwaits, njcts, capjcts;
+	long split_groups;
+	int node_gpus;
 	struct isle_place_result res;
 	/* reservations: projected free masks and a scratch result */
 	uint64_t *proj, *saved;
@@ -118,6 +135,15 @@ static void make_req(const struct state *s, const struct sim_job *j,
 	r->tp = j->tp;
 	r->pp = j->pp;
 	r->workload = j->workload;
+	/* as users submit: whole nodes as -N k --gpus-per-node=g, smaller
+	 * jobs on one node */
+	if (j->gpus >= s->node_gpus && j->gpus % s->node_gpus == 0) {
+		r->nodes = j->gpus / s->node_gpus;
+		r->gpus_per_node = s->node_gpus;
+	} else if (j->gpus < s->node_gpus) {
+		r->nodes = 1;
+		r->gpus_per_node = j->gpus;
+	}
 	r->mode =
 	    j->tp <= s->max_island ? ISLE_PLACE_REQUIRED : ISLE_PLACE_PREFERRED;
 }
@@ -204,6 +230,84 @@ static int account(struct state *s, struct sim_job *j,
 	return 0;
 }
 
+/* Integrates the step time of the jobs on the fabric up to now and shares
+ * the fabric anew when a job with fabric traffic came or went. */
+static int net_update(struct state *s, double now)
+{
+	int i, rc;
+
+	if (!s->net_dirty)
+		return 0;
+	for (i = 0; i < s->nheap; i++) {
+		int ji = s->heap[i].job;
+
+		if (!s->onfab[ji])
+			continue;
+		s->step_int[ji] += s->step_cur[ji] * (now - s->step_last[ji]);
+		s->step_last[ji] = now;
+	}
+	rc = sim_net_solve(s->net);
+	if (rc)
+		return rc;
+	for (i = 0; i < s->nheap; i++) {
+		int ji = s->heap[i].job;
+
+		if (s->onfab[ji])
+			s->step_cur[ji] = s->compute[ji] +
+					  sim_net_comm_time(s->net, ji, NULL);
+	}
+	s->net_dirty = 0;
+	return 0;
+}
+
+/* A training job's traffic joins the flow model. */
+static int net_start(struct state *s, int ji, double now,
+		     const struct isle_place_result *r)
+{
+	const struct sim_job *j = &s->jobs[ji];
+	struct sim_traffic tr;
+	struct sim_xfer *x = NULL;
+	int nx = 0, rc;
+
+	s->step_last[ji] = now;
+	s->step_int[ji] = 0;
+	if (j->workload != ISLE_WORKLOAD_TRAIN)
+		return 0;
+	rc = sim_traffic_of(j->gpus, j->tp, j->pp, &tr);
+	if (!rc)
+		rc = sim_job_xfers(&tr, r->ranks, r->nranks, j->tp, j->pp, &x,
+				   &nx);
+	if (!rc)
+		rc = sim_net_job_add(s->net, ji, x, nx);
+	free(x);
+	if (rc < 0)
+		return rc;
+	s->compute[ji] = tr.compute_s;
+	s->onfab[ji] = rc > 0;
+	s->net_dirty |= rc > 0;
+	/* the job's own links only: its step time is fixed */
+	s->step_cur[ji] = tr.compute_s + sim_net_comm_time(s->net, ji, NULL);
+	return 0;
+}
+
+/* A job ends: its mean step time is recorded and its traffic leaves. */
+static int net_end(struct state *s, int ji, double end)
+{
+	const struct sim_job *j = &s->jobs[ji];
+
+	if (j->workload != ISLE_WORKLOAD_TRAIN)
+		return 0;
+	s->step_int[ji] += s->step_cur[ji] * (end - s->step_last[ji]);
+	if (j->gpus >= 2 &&
+	    push_sample(&s->steps, &s->nsteps, &s->capsteps,
+			s->step_int[ji] / j->duration))
+		return -ENOMEM;
+	sim_net_job_remove(s->net, ji);
+	s->net_dirty |= s->onfab[ji];
+	s->onfab[ji] = 0;
+	return 0;
+}
+
 static int start_job(struct state *s, int ji, double now,
 		     const struct isle_place_req *req)
 {
@@ -231,7 +335,14 @@ static int start_job(struct state *s, int ji, double now,
 	j->placed = 1;
 	s->started++;
 	s->wait_sum += now - j->submit;
-	return account(s, j, req, r);
+	if (push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
+	    push_sample(&s->jcts, &s->njcts, &s->capjcts,
+			now - j->submit + j->duration))
+		return -ENOMEM;
+	rc = account(s, j, req, r);
+	if (rc)
+		return rc;
+	return net_start(s, ji, now, r);
 }
 
 static int cmp_end(const void *a, const void *b)
@@ -453,7 +564,15 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.saved = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
-	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue)
+	s.net = sim_net_create(t);
+	s.compute = calloc((size_t)n + 1, sizeof(double));
+	s.step_cur = calloc((size_t)n + 1, sizeof(double));
+	s.step_int = calloc((size_t)n + 1, sizeof(double));
+	s.step_last = calloc((size_t)n + 1, sizeof(double));
+	s.onfab = calloc((size_t)n + 1, 1);
+	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue ||
+	    !s.net || !s.compute || !s.step_cur || !s.step_int ||
+	    !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
 	if (!s.pol)
@@ -463,6 +582,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 
 		s.free[i] = g >= 64 ? ~0ULL : (1ULL << g) - 1;
 		s.total += g;
+		if (g > s.node_gpus)
+			s.node_gpus = g;
 	}
 	for (i = 0; i < t->nislands; i++)
 		if (t->islands[i].ngpus > s.max_island)
@@ -500,6 +621,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			s.free_total += s.jobs[r.job].gpus;
 			free(r.nodes);
 			free(r.masks);
+			rc = net_end(&s, r.job, r.end);
+			if (rc)
+				goto out;
 		}
 		while (ai < n && jobs[ai].submit <= now) {
 			if (jobs[ai].placed == 0)
@@ -507,6 +631,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			ai++;
 		}
 		rc = schedule(&s, now);
+		if (!rc)
+			rc = net_update(&s, now);
 		if (rc)
 			goto out;
 	}
@@ -523,6 +649,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    s.window > 0 ? s.busy_int / (s.window * (double)s.total) : 0;
 	m->fragmentation_mean = s.window > 0 ? s.frag_int / s.window : 0;
 	m->wait_mean_s = s.started ? s.wait_sum / s.started : 0;
+	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
+	m->jct_mean_s = mean(s.jcts, s.njcts);
+	m->step_time_mean = mean(s.steps, s.nsteps);
+	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
+	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
 	m->decision_us_p50 = pct(s.dec_us, s.ndec, 0.50);
 	m->decision_us_p99 = pct(s.dec_us, s.ndec, 0.99);
 out:
@@ -544,5 +675,14 @@ out:
 	free(s.dec_us);
 	free(s.ratio);
 	free(s.iratio);
+	sim_net_destroy(s.net);
+	free(s.compute);
+	free(s.step_cur);
+	free(s.step_int);
+	free(s.step_last);
+	free(s.onfab);
+	free(s.steps);
+	free(s.waits);
+	free(s.jcts);
 	return rc;
 }
