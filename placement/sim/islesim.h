@@ -116,7 +116,9 @@ struct sim_xfer {
 
 /* The rank-to-rank transfers of one training step of a placed job (ring
  * allreduce for TP and DP groups, sends between pipeline stages); rank
- * layout as in isle_place.h. *out is malloc'd; 0 or -ENOMEM. */
+ * layout as in isle_place.h; rings visit a node's GPUs together and
+ * cross to the next node on one channel per GPU pair, as NCCL does. *out
+ * is malloc'd; 0 or -ENOMEM. */
 int sim_job_xfers(const struct sim_traffic *tr,
 		  const struct isle_place_rank *ranks, int nranks, int tp,
 		  int pp, struct sim_xfer **out, int *nout);
@@ -186,6 +188,7 @@ struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
 	double step_time_mean, step_time_p95;
+	double comm_time_mean; /* its communication part */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
 	double tp_groups_split_pct;
 	double tp_in_island_pct;

@@ -59,8 +59,9 @@ struct state {
 	double *compute, *step_cur, *step_int, *step_last;
 	char *onfab;
 	int net_dirty;
-	double *steps, *waits, *jcts;
-	int nsteps, capsteps, nwaits, capwaits, njcts, capjcts;
+	double *steps, *comms, *waits, *jcts;
+	int nsteps, capsteps, ncomms, capcomms, nwaits, capwaits, njcts,
+	    capjcts;
 	long split_groups;
 	int node_gpus;
 	struct isle_place_result res;
@@ -299,8 +300,10 @@ static int net_end(struct state *s, int ji, double end)
 		return 0;
 	s->step_int[ji] += s->step_cur[ji] * (end - s->step_last[ji]);
 	if (j->gpus >= 2 &&
-	    push_sample(&s->steps, &s->nsteps, &s->capsteps,
-			s->step_int[ji] / j->duration))
+	    (push_sample(&s->steps, &s->nsteps, &s->capsteps,
+			 s->step_int[ji] / j->duration) ||
+	     push_sample(&s->comms, &s->ncomms, &s->capcomms,
+			 s->step_int[ji] / j->duration - s->compute[ji])))
 		return -ENOMEM;
 	sim_net_job_remove(s->net, ji);
 	s->net_dirty |= s->onfab[ji];
@@ -653,6 +656,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->jct_mean_s = mean(s.jcts, s.njcts);
 	m->step_time_mean = mean(s.steps, s.nsteps);
 	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
+	m->comm_time_mean = mean(s.comms, s.ncomms);
 	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
 	m->decision_us_p50 = pct(s.dec_us, s.ndec, 0.50);
 	m->decision_us_p99 = pct(s.dec_us, s.ndec, 0.99);
@@ -682,6 +686,7 @@ out:
 	free(s.step_last);
 	free(s.onfab);
 	free(s.steps);
+	free(s.comms);
 	free(s.waits);
 	free(s.jcts);
 	return rc;

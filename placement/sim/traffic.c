@@ -50,16 +50,89 @@ int sim_traffic_of(int gpus, int tp, int pp, struct sim_traffic *out)
 	return 0;
 }
 
-static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
-		const int *members, int n, int phase, double bytes)
+/* Groups members by node, nodes in the order of their first rank and
+ * a node's GPUs ascending (stable, in place; n is small). */
+static void group_by_node(const struct isle_place_rank *ranks, int *m, int n)
 {
-	/* ring allreduce: each rank sends 2(n-1)/n of the buffer onwards */
-	for (int i = 0; n > 1 && i < n; i++) {
-		const struct isle_place_rank *a = &ranks[members[i]];
-		const struct isle_place_rank *b = &ranks[members[(i + 1) % n]];
+	int done = 0;
 
-		x[k++] = (struct sim_xfer){a->node, a->gpu, b->node, b->gpu,
-					   phase, bytes * 2.0 * (n - 1) / n};
+	while (done < n) {
+		int node = ranks[m[done]].node, i, j;
+
+		for (i = done; i < n; i++) {
+			if (ranks[m[i]].node != node)
+				continue;
+			/* insert at the end of this node's run, GPU order */
+			int v = m[i];
+
+			for (j = i; j > done && (ranks[m[j - 1]].node != node ||
+						 ranks[m[j - 1]].gpu >
+						     ranks[v].gpu);
+			     j--)
+				m[j] = m[j - 1];
+			m[j] = v;
+			done++;
+		}
+	}
+}
+
+/*
+ * Ring allreduce over members, as NCCL builds it: the ring visits the
+ * GPUs of one node after another (in GPU order), and the hop to the next
+ * node runs as one channel per GPU pair, the c-th GPU of a node to the
+ * c-th of the next, so a node's NICs share the inter-node bytes. Each
+ * hop carries 2(n-1)/n of the buffer.
+ */
+static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
+		int *members, int n, int phase, double bytes)
+{
+	double b = bytes * 2.0 * (n - 1) / n;
+	int i, start, next, nnodes = 0;
+
+	if (n < 2)
+		return k;
+	group_by_node(ranks, members, n);
+	for (i = 0; i < n; i++)
+		nnodes += !i || ranks[members[i]].node !=
+				    ranks[members[i - 1]].node;
+	for (start = 0; start < n; start = next) {
+		const struct isle_place_rank *a = &ranks[members[start]];
+		int m, mn, nstart, c;
+
+		for (next = start + 1;
+		     next < n && ranks[members[next]].node == a->node; next++)
+			;
+		m = next - start;
+		/* inside the node: a chain, closed when the ring has no
+		 * other node */
+		for (i = start; i + 1 < next || (nnodes == 1 && i < next);
+		     i++) {
+			const struct isle_place_rank *p = &ranks[members[i]];
+			const struct isle_place_rank *q =
+			    &ranks[members[i + 1 < next ? i + 1 : start]];
+
+			x[k++] = (struct sim_xfer){p->node, p->gpu, q->node,
+						   q->gpu, phase, b};
+		}
+		if (nnodes == 1)
+			break;
+		nstart = next < n ? next : 0;
+		for (mn = 1; nstart + mn < n &&
+			     ranks[members[nstart + mn]].node ==
+				 ranks[members[nstart]].node;
+		     mn++)
+			;
+		if (mn > m)
+			mn = m;
+		for (c = 0; c < mn; c++) {
+			const struct isle_place_rank *p =
+			    &ranks[members[start + c]];
+			const struct isle_place_rank *q =
+			    &ranks[members[nstart + c]];
+
+			x[k++] = (struct sim_xfer){p->node, p->gpu, q->node,
+						   q->gpu, phase, b / mn};
+		}
 	}
 	return k;
 }
@@ -70,7 +143,7 @@ int sim_job_xfers(const struct sim_traffic *tr,
 {
 	int dp = nranks / (tp * pp), k = 0, r, i;
 	int *mem = malloc(((size_t)nranks + 1) * sizeof(int));
-	struct sim_xfer *x = malloc(((size_t)nranks * 4 + 1) * sizeof(*x));
+	struct sim_xfer *x = malloc(((size_t)nranks * 6 + 1) * sizeof(*x));
 
 	*out = NULL;
 	*nout = 0;
