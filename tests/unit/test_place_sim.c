@@ -280,6 +280,77 @@ static void test_baselines(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Shaped requests and the careful-user variants on the cross-check
+ * cluster (leafs n[01-04], n[05-08], ...; 2-node NVLink domains). */
+static void test_shaped(void **state)
+{
+	struct sim_policy_ctx *tree, *treesw, *blockseg;
+	struct isle_place_result res;
+	struct isle_place_req req;
+	uint64_t fm[16];
+	isle_topo *t = NULL;
+	char err[256];
+	int i;
+
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	tree = sim_policy_create(SIM_TREE, t, NULL, 1);
+	treesw = sim_policy_create(SIM_TREE_SW, t, NULL, 1);
+	blockseg = sim_policy_create(SIM_BLOCK_SEG, t, NULL, 1);
+	assert_non_null(tree);
+	assert_non_null(treesw);
+	assert_non_null(blockseg);
+	isle_place_result_init(&res);
+	for (i = 0; i < 16; i++)
+		fm[i] = 0xf;
+	/* -N 1 --gpus-per-node=2: n01 has one GPU free, n02 three: two of
+	 * n02's, the lowest */
+	fm[0] = 0x8;
+	fm[1] = 0xe;
+	isle_place_req_init(&req);
+	req.gpus = 2;
+	req.nodes = 1;
+	req.gpus_per_node = 2;
+	assert_int_equal(sim_policy_place(tree, fm, &req, &res), 0);
+	assert_int_equal(res.nnodes, 1);
+	assert_string_equal(t->nodes[res.nodes[0]].name, "n02");
+	assert_true(res.masks[0] == 0x6);
+	/* 4 nodes: every leaf has a busy node; tree spans two leafs,
+	 * tree-sw (--switches=1) waits for a whole leaf */
+	for (i = 0; i < 16; i++)
+		fm[i] = i % 4 == 0 ? 0 : 0xf;
+	req.gpus = 16;
+	req.nodes = 4;
+	req.gpus_per_node = 4;
+	assert_int_equal(sim_policy_place(tree, fm, &req, &res), 0);
+	assert_int_equal(res.nnodes, 4);
+	assert_int_equal(sim_policy_place(treesw, fm, &req, &res), -ENOSPC);
+	fm[4] = 0xf;
+	assert_int_equal(sim_policy_place(treesw, fm, &req, &res), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(t->nodes[res.nodes[i]].group[ISLE_TIER_LEAF],
+				 t->nodes[4].group[ISLE_TIER_LEAF]);
+	/* block-seg, 2 nodes (segment 2 = one NVLink domain): the free
+	 * nodes n03 and n05 sit in different domains, so it waits; a
+	 * whole free domain is taken */
+	for (i = 0; i < 16; i++)
+		fm[i] = 0;
+	fm[2] = fm[4] = 0xf;
+	req.gpus = 8;
+	req.nodes = 2;
+	assert_int_equal(sim_policy_place(blockseg, fm, &req, &res), -ENOSPC);
+	fm[5] = 0xf;
+	assert_int_equal(sim_policy_place(blockseg, fm, &req, &res), 0);
+	assert_string_equal(t->nodes[res.nodes[0]].name, "n05");
+	assert_string_equal(t->nodes[res.nodes[1]].name, "n06");
+	isle_place_result_fini(&res);
+	sim_policy_destroy(tree);
+	sim_policy_destroy(treesw);
+	sim_policy_destroy(blockseg);
+	isle_topo_destroy(t);
+}
+
 /* --- flow model ---------------------------------------------------------- */
 
 static void test_maxmin_share(void **state)
@@ -543,6 +614,7 @@ int main(void)
 	    cmocka_unit_test(test_generator), cmocka_unit_test(test_csv),
 	    cmocka_unit_test(test_clusters),  cmocka_unit_test(test_run),
 	    cmocka_unit_test(test_baselines),
+	    cmocka_unit_test(test_shaped),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
