@@ -208,7 +208,7 @@ struct sim_opts {
 	uint64_t seed;
 	int queue_depth; /* queued jobs tried per scheduling pass */
 	FILE *trace;	 /* per-job placements, or NULL */
-	FILE *cost_out;	 /* per-job cost ratios ("ratio"), or NULL */
+	FILE *cost_out;	 /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	 /* "time occupancy" samples, or NULL */
 };
 

@@ -223,8 +223,6 @@ static int account(struct state *s, struct sim_job *j,
 					 ratio);
 		if (rc)
 			return rc;
-		if (s->o->cost_out && j->workload == ISLE_WORKLOAD_TRAIN)
-			fprintf(s->o->cost_out, "%.6f\n", ratio);
 	}
 	if (s->o->trace)
 		trace_job(s, j, r, ratio);
@@ -305,6 +303,8 @@ static int net_end(struct state *s, int ji, double end)
 	     push_sample(&s->comms, &s->ncomms, &s->capcomms,
 			 s->step_int[ji] / j->duration - s->compute[ji])))
 		return -ENOMEM;
+	if (s->o->cost_out && j->gpus >= 2)
+		fprintf(s->o->cost_out, "%.6f\n", s->step_int[ji] / j->duration);
 	sim_net_job_remove(s->net, ji);
 	s->net_dirty |= s->onfab[ji];
 	s->onfab[ji] = 0;
