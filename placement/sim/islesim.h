@@ -81,7 +81,7 @@ extern const struct sim_model_class sim_model_classes[];
 /* One training step of a job, per GPU. */
 struct sim_traffic {
 	const struct sim_model_class *model;
-	double compute_s; /* seconds of compute per step */
+	double compute_s;	 /* seconds of compute per step */
 	double tp_msg, tp_calls; /* TP allreduce: bytes per call, calls */
 	double pp_msg, pp_calls; /* stage boundary: bytes per send, sends */
 	double dp_bytes;	 /* gradients allreduced per DP replica */
@@ -188,7 +188,7 @@ struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
 	double step_time_mean, step_time_p95;
-	double comm_time_mean; /* its communication part */
+	double comm_time_mean;	       /* its communication part */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
 	double tp_groups_split_pct;
 	double tp_in_island_pct;

@@ -63,9 +63,8 @@ static void print_header(void)
 	printf("%-9s %-9s %7s %7s %7s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
 	       "%8s\n",
 	       "cluster", "policy", "step_s", "step95", "comm_s", "wait_s",
-	       "wait95",
-	       "jct_s", "split%", "tp_req", "ecost", "occ", "frag", "dec_p50",
-	       "dec_p99");
+	       "wait95", "jct_s", "split%", "tp_req", "ecost", "occ", "frag",
+	       "dec_p50", "dec_p99");
 }
 
 static void print_row(const char *cluster, const char *policy,
@@ -78,8 +77,7 @@ static void print_row(const char *cluster, const char *policy,
 	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %9.0f %6.1f %6.1f "
 	       "%6.3f %5.3f %5.3f %8.1f %8.1f\n",
 	       cluster, policy, m->step_time_mean, m->step_time_p95,
-	       m->comm_time_mean,
-	       m->wait_mean_s, m->wait_p95_s, m->jct_mean_s,
+	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s, m->jct_mean_s,
 	       m->tp_groups_split_pct, m->tp_in_island_req_pct,
 	       m->comm_cost_ratio_mean, m->occupancy_mean,
 	       m->fragmentation_mean, m->decision_us_p50, m->decision_us_p99);
@@ -188,13 +186,13 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"decision_us_p50\": %.2f, "
 			    "\"decision_us_p99\": %.2f}",
 			    *first ? "" : ",", cluster, sim_policy_names[p],
-			    m.step_time_mean, m.step_time_p95,
-			    m.comm_time_mean, m.wait_mean_s,
-			    m.wait_p95_s, m.jct_mean_s, m.tp_groups_split_pct,
-			    m.occupancy_mean, m.tp_in_island_pct,
-			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
-			    m.infer_latency_ratio_mean, m.fragmentation_mean,
-			    m.decision_us_p50, m.decision_us_p99);
+			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
+			    m.wait_mean_s, m.wait_p95_s, m.jct_mean_s,
+			    m.tp_groups_split_pct, m.occupancy_mean,
+			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
+			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
+			    m.fragmentation_mean, m.decision_us_p50,
+			    m.decision_us_p99);
 			*first = 0;
 		}
 	}
@@ -532,8 +530,9 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 			char who[128];
 
 			if (sscanf(buf, " end %127s", who) != 1) {
-				fprintf(stderr, "islesim: %s:%d: expected "
-						"'end LABEL'\n",
+				fprintf(stderr,
+					"islesim: %s:%d: expected "
+					"'end LABEL'\n",
 					c->replay, line);
 				rc = -EINVAL;
 				goto out;

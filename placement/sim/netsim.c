@@ -148,7 +148,7 @@ struct netjob {
 
 struct sim_net {
 	const isle_topo *t;
-	int nnic;     /* NIC links (undirected) */
+	int nnic;      /* NIC links (undirected) */
 	int *nic_base; /* per node: first NIC link */
 	int *nic_sw;   /* per NIC link: switch */
 	int *up_base;  /* per switch: first uplink */
@@ -200,8 +200,8 @@ struct sim_net *sim_net_create(const isle_topo *t)
 	for (i = 0; i < t->nnodes; i++) {
 		n->nic_base[i] = n->nnic;
 		n->nnic += t->nodes[i].nnics > 0 ? t->nodes[i].nnics : 1;
-		n->gpu_base[i] = i ? n->gpu_base[i - 1] + t->nodes[i - 1].ngpus
-				   : 0;
+		n->gpu_base[i] =
+		    i ? n->gpu_base[i - 1] + t->nodes[i - 1].ngpus : 0;
 	}
 	n->nlinks = n->nnic;
 	for (s = 0; s < t->nswitches; s++) {
@@ -210,8 +210,8 @@ struct sim_net *sim_net_create(const isle_topo *t)
 	}
 	n->nic_sw = malloc(((size_t)n->nnic + 1) * sizeof(int));
 	n->cap = calloc(2 * (size_t)n->nlinks + 1, sizeof(double));
-	n->routes = calloc((size_t)t->nswitches * t->nswitches + 1,
-			   sizeof(*n->routes));
+	n->routes =
+	    calloc((size_t)t->nswitches * t->nswitches + 1, sizeof(*n->routes));
 	n->dista = malloc(((size_t)t->nswitches + 1) * sizeof(int));
 	n->distb = malloc(((size_t)t->nswitches + 1) * sizeof(int));
 	n->ok = malloc(((size_t)t->nswitches + 1) * sizeof(int));
@@ -426,8 +426,9 @@ static int route_build(struct sim_net *n, int a, int b, struct route *r)
 				if (da[p] != d + 1 || !ok[p])
 					continue;
 				w[p] += w[x] / np;
-				rc = route_push(r, &cap, 2 * (n->up_base[x] + j),
-						w[x] / np);
+				rc =
+				    route_push(r, &cap, 2 * (n->up_base[x] + j),
+					       w[x] / np);
 				if (rc)
 					goto out;
 			}
@@ -527,7 +528,8 @@ int sim_net_link_info(const struct sim_net *n, int link, int *lo, int *hi,
 		return link & 1;
 	}
 	for (int s = n->t->nswitches - 1; s >= 0; s--)
-		if (n->up_base[s] <= u && u < n->up_base[s] + n->t->switches[s].nup) {
+		if (n->up_base[s] <= u &&
+		    u < n->up_base[s] + n->t->switches[s].nup) {
 			*lo = s;
 			*hi = n->t->switches[s].up[u - n->up_base[s]];
 			return link & 1;
@@ -535,7 +537,8 @@ int sim_net_link_info(const struct sim_net *n, int link, int *lo, int *hi,
 	return -EINVAL;
 }
 
-/* --- jobs ------------------------------------------------------------------ */
+/* --- jobs ------------------------------------------------------------------
+ */
 
 static int same_island(const isle_topo *t, const struct sim_xfer *x)
 {
@@ -604,9 +607,9 @@ static int solve_local(struct sim_net *n, struct netjob *j,
 			if (l < 0) {
 				l = n->lmap[port[e]] = nl;
 				ids[nl++] = port[e];
-				cap[l] = isl ? island_bw(t, e ? f->node_b
-							      : f->node_a,
-							 e ? f->gpu_b : f->gpu_a)
+				cap[l] = isl ? island_bw(
+						   t, e ? f->node_b : f->node_a,
+						   e ? f->gpu_b : f->gpu_a)
 					     : tier_bw(t, ISLE_TIER_NODE);
 			}
 			use[k++] = (struct sim_use){l, 1.0};
@@ -636,8 +639,7 @@ out:
 	return rc;
 }
 
-int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
-		    int nx)
+int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x, int nx)
 {
 	const isle_topo *t = n->t;
 	struct netjob *j;
@@ -674,7 +676,8 @@ int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
 	for (i = 0; i < nx; i++) {
 		const struct sim_xfer *f = &x[i];
 
-		if (f->node_a == f->node_b || same_island(t, f) || f->bytes <= 0)
+		if (f->node_a == f->node_b || same_island(t, f) ||
+		    f->bytes <= 0)
 			continue;
 		j->flows[m++] = (struct fflow){
 		    .route_src = n->nic_base[f->node_a] +
@@ -691,7 +694,8 @@ int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
 	qsort(j->flows, (size_t)m, sizeof(*j->flows), cmp_fflow);
 	j->nflows = 0;
 	for (i = 0; i < m; i++) {
-		struct fflow *last = j->nflows ? &j->flows[j->nflows - 1] : NULL;
+		struct fflow *last =
+		    j->nflows ? &j->flows[j->nflows - 1] : NULL;
 
 		if (last && !cmp_fflow(last, &j->flows[i]))
 			last->mult += 1;
@@ -753,7 +757,8 @@ int sim_net_solve(struct sim_net *n)
 				  sizeof(*n->use));
 			if (rc)
 				return rc;
-			n->use[nu++] = (struct sim_use){2 * f->route_src, f->mult};
+			n->use[nu++] =
+			    (struct sim_use){2 * f->route_src, f->mult};
 			n->use[nu++] =
 			    (struct sim_use){2 * f->route_dst + 1, f->mult};
 			for (int e = 0; r && e < r->n; e++)

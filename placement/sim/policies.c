@@ -161,8 +161,7 @@ static int nfree(const uint64_t *fm, int node)
 
 /* GPUs the current request can use on a node: g on a node with g free
  * when it asks g per node, else every free GPU. */
-static int usable(const struct sim_policy_ctx *pc, const uint64_t *fm,
-		  int node)
+static int usable(const struct sim_policy_ctx *pc, const uint64_t *fm, int node)
 {
 	int f = nfree(fm, node);
 
@@ -591,8 +590,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	case SIM_LINEAR:
 		for (i = 0; i < pc->t->nnodes; i++)
 			pc->order[i] = i;
-		rc = take_in_order(pc, pc->order, pc->t->nnodes, fm, need,
-				   res);
+		rc = take_in_order(pc, pc->order, pc->t->nnodes, fm, need, res);
 		break;
 	case SIM_TREE:
 	case SIM_TREE_SW:
@@ -600,10 +598,9 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 		break;
 	case SIM_BLOCK:
 	case SIM_BLOCK_SEG:
-		rc = place_block(pc, fm, need,
-				 pc->p == SIM_BLOCK_SEG ? segment_of(pc, req)
-							: 0,
-				 res);
+		rc = place_block(
+		    pc, fm, need,
+		    pc->p == SIM_BLOCK_SEG ? segment_of(pc, req) : 0, res);
 		break;
 	case SIM_RANDOM:
 		rc = place_random(pc, fm, need, res);

@@ -304,7 +304,8 @@ static int net_end(struct state *s, int ji, double end)
 			 s->step_int[ji] / j->duration - s->compute[ji])))
 		return -ENOMEM;
 	if (s->o->cost_out && j->gpus >= 2)
-		fprintf(s->o->cost_out, "%.6f\n", s->step_int[ji] / j->duration);
+		fprintf(s->o->cost_out, "%.6f\n",
+			s->step_int[ji] / j->duration);
 	sim_net_job_remove(s->net, ji);
 	s->net_dirty |= s->onfab[ji];
 	s->onfab[ji] = 0;

@@ -23,9 +23,9 @@
 #define FLOPS 400e12
 
 const struct sim_model_class sim_model_classes[] = {
-    {"1.3B", 2, 1.3e9, 24, 2048},   {"7B", 8, 6.7e9, 32, 4096},
-    {"13B", 32, 13e9, 40, 5120},    {"34B", 128, 34e9, 48, 8192},
-    {"70B", 512, 70e9, 80, 8192},   {"175B", 1 << 30, 175e9, 96, 12288},
+    {"1.3B", 2, 1.3e9, 24, 2048}, {"7B", 8, 6.7e9, 32, 4096},
+    {"13B", 32, 13e9, 40, 5120},  {"34B", 128, 34e9, 48, 8192},
+    {"70B", 512, 70e9, 80, 8192}, {"175B", 1 << 30, 175e9, 96, 12288},
     {NULL, 0, 0, 0, 0},
 };
 
@@ -46,7 +46,8 @@ int sim_traffic_of(int gpus, int tp, int pp, struct sim_traffic *out)
 	out->tp_calls = tp > 1 ? 4.0 * m->layers / pp * mb : 0;
 	out->pp_msg = pp > 1 ? act / tp : 0;
 	out->pp_calls = pp > 1 ? 2.0 * mb : 0;
-	out->dp_bytes = gpus / (tp * pp) > 1 ? m->params / (tp * pp) * BYTES : 0;
+	out->dp_bytes =
+	    gpus / (tp * pp) > 1 ? m->params / (tp * pp) * BYTES : 0;
 	return 0;
 }
 
@@ -65,9 +66,9 @@ static void group_by_node(const struct isle_place_rank *ranks, int *m, int n)
 			/* insert at the end of this node's run, GPU order */
 			int v = m[i];
 
-			for (j = i; j > done && (ranks[m[j - 1]].node != node ||
-						 ranks[m[j - 1]].gpu >
-						     ranks[v].gpu);
+			for (j = i;
+			     j > done && (ranks[m[j - 1]].node != node ||
+					  ranks[m[j - 1]].gpu > ranks[v].gpu);
 			     j--)
 				m[j] = m[j - 1];
 			m[j] = v;
@@ -93,8 +94,8 @@ static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
 		return k;
 	group_by_node(ranks, members, n);
 	for (i = 0; i < n; i++)
-		nnodes += !i || ranks[members[i]].node !=
-				    ranks[members[i - 1]].node;
+		nnodes +=
+		    !i || ranks[members[i]].node != ranks[members[i - 1]].node;
 	for (start = 0; start < n; start = next) {
 		const struct isle_place_rank *a = &ranks[members[start]];
 		int m, mn, nstart, c;
@@ -112,14 +113,14 @@ static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
 			    &ranks[members[i + 1 < next ? i + 1 : start]];
 
 			x[k++] = (struct sim_xfer){p->node, p->gpu, q->node,
-						   q->gpu, phase, b};
+						   q->gpu,  phase,  b};
 		}
 		if (nnodes == 1)
 			break;
 		nstart = next < n ? next : 0;
-		for (mn = 1; nstart + mn < n &&
-			     ranks[members[nstart + mn]].node ==
-				 ranks[members[nstart]].node;
+		for (mn = 1;
+		     nstart + mn < n && ranks[members[nstart + mn]].node ==
+					    ranks[members[nstart]].node;
 		     mn++)
 			;
 		if (mn > m)
@@ -131,7 +132,7 @@ static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
 			    &ranks[members[nstart + c]];
 
 			x[k++] = (struct sim_xfer){p->node, p->gpu, q->node,
-						   q->gpu, phase, b / mn};
+						   q->gpu,  phase,  b / mn};
 		}
 	}
 	return k;
@@ -167,12 +168,12 @@ int sim_job_xfers(const struct sim_traffic *tr,
 		if (stage + 1 >= pp)
 			continue;
 		b = &ranks[r + tp];
-		x[k++] = (struct sim_xfer){a->node, a->gpu, b->node, b->gpu,
-					   SIM_PH_PP,
-					   tr->pp_msg * tr->pp_calls / 2};
-		x[k++] = (struct sim_xfer){b->node, b->gpu, a->node, a->gpu,
-					   SIM_PH_PP,
-					   tr->pp_msg * tr->pp_calls / 2};
+		x[k++] = (struct sim_xfer){
+		    a->node, a->gpu,	b->node,
+		    b->gpu,  SIM_PH_PP, tr->pp_msg * tr->pp_calls / 2};
+		x[k++] = (struct sim_xfer){
+		    b->node, b->gpu,	a->node,
+		    a->gpu,  SIM_PH_PP, tr->pp_msg * tr->pp_calls / 2};
 	}
 	/* DP: the ranks of one TP index and stage across the replicas */
 	for (r = 0; tr->dp_bytes > 0 && r < tp * pp; r++) {

@@ -555,7 +555,8 @@ static void test_traffic_scaling(void **state)
 	/* pipeline: layers per stage halve, the boundary message is split
 	 * over the TP ranks */
 	assert_int_equal(sim_traffic_of(128, 4, 2, &c), 0);
-	assert_true(fabs(c.tp_calls - b.tp_calls) < 1e-9); /* 2x mb, /2 layers */
+	assert_true(fabs(c.tp_calls - b.tp_calls) <
+		    1e-9); /* 2x mb, /2 layers */
 	assert_true(c.pp_msg == c.tp_msg / 4 && c.pp_calls > 0);
 	assert_true(b.pp_calls == 0);
 	/* a 2-GPU job trains a far smaller model than a 512-GPU one */
@@ -611,8 +612,10 @@ static void test_job_rings(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_generator), cmocka_unit_test(test_csv),
-	    cmocka_unit_test(test_clusters),  cmocka_unit_test(test_run),
+	    cmocka_unit_test(test_generator),
+	    cmocka_unit_test(test_csv),
+	    cmocka_unit_test(test_clusters),
+	    cmocka_unit_test(test_run),
 	    cmocka_unit_test(test_baselines),
 	    cmocka_unit_test(test_shaped),
 	    cmocka_unit_test(test_maxmin_share),
