@@ -53,35 +53,35 @@ table=$work/table
 summary=()
 bad=0
 for pol in ${XC_POLICIES:-tree block}; do
-decisions=0 partial=0
-for seq in "${seqs[@]}"; do
-	tag=$pol-$(basename "$seq" .txt)
-	isle_cluster_start --nodes "$nodes" --gpus 4 --topology "$pol" \
-		--topo-conf "$work/topology-$pol.conf" --gres-conf "$work/gres.conf" \
-		--slurm-extra "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0" ||
-		fail "$pol cluster did not start"
-	grep -q "topology/$pol" "$SLURM_CONF" || fail "slurm.conf lacks topology/$pol"
-	xc_slurm_run "$seq" "$work/slurm-$tag" || fail "job sequence on topology/$pol"
-	isle_cluster_stop
-	xc_replay "$seq" "$work/slurm-$tag" "$pol" "$cluster" "$work/sim-$tag" ||
-		fail "islesim --replay ($pol)"
-	xc_compare "$seq" "$pol" "$work/slurm-$tag" "$work/sim-$tag" >>"$table"
-	summary+=("$pol $(basename "$seq"): $XC_SAME/$XC_JOBS decisions identical ($((XC_SAME - XC_WAITS)) placements, $XC_WAITS both wait); $XC_KNOWN known differences, $XC_FAIL unexpected")
-	# The asserted jobs must include real placements, not only waits.
-	[ $((XC_SAME - XC_WAITS)) -gt 0 ] || fail "$pol: no placement agreed"
-	[ "$XC_NOWSAME" -gt 0 ] && summary+=("$pol: $XC_NOWSAME known differences now agree: update tests/crosscheck/jobs.txt")
-	bad=$((bad + XC_FAIL))
-	# A sequence that placed nothing would compare nothing.
-	[ "$XC_JOBS" -gt 0 ] || fail "$pol: no policy decision compared"
-	decisions=$((decisions + XC_JOBS))
-	# single-node jobs on part of a node that Slurm placed
-	partial=$((partial + $(awk 'NR == FNR { if ($1 != "end" && $4 == "-" &&
-		$2 == 1 && $3 < 4) p[$1] = 1; next } ($1 in p) && $2 != "-"' \
-		<(xc__jobs "$seq") "$work/slurm-$tag" | wc -l)))
-done
-summary+=("$pol: $decisions decisions compared, $partial placed single-node jobs on part of a node")
-[ "$decisions" -ge 50 ] || fail "$pol: only $decisions decisions compared (< 50)"
-[ "$partial" -gt 0 ] || fail "$pol: no partial-node job placed"
+	decisions=0 partial=0
+	for seq in "${seqs[@]}"; do
+		tag=$pol-$(basename "$seq" .txt)
+		isle_cluster_start --nodes "$nodes" --gpus 4 --topology "$pol" \
+			--topo-conf "$work/topology-$pol.conf" --gres-conf "$work/gres.conf" \
+			--slurm-extra "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0" ||
+			fail "$pol cluster did not start"
+		grep -q "topology/$pol" "$SLURM_CONF" || fail "slurm.conf lacks topology/$pol"
+		xc_slurm_run "$seq" "$work/slurm-$tag" || fail "job sequence on topology/$pol"
+		isle_cluster_stop
+		xc_replay "$seq" "$work/slurm-$tag" "$pol" "$cluster" "$work/sim-$tag" ||
+			fail "islesim --replay ($pol)"
+		xc_compare "$seq" "$pol" "$work/slurm-$tag" "$work/sim-$tag" >>"$table"
+		summary+=("$pol $(basename "$seq"): $XC_SAME/$XC_JOBS decisions identical ($((XC_SAME - XC_WAITS)) placements, $XC_WAITS both wait); $XC_KNOWN known differences, $XC_FAIL unexpected")
+		# The asserted jobs must include real placements, not only waits.
+		[ $((XC_SAME - XC_WAITS)) -gt 0 ] || fail "$pol: no placement agreed"
+		[ "$XC_NOWSAME" -gt 0 ] && summary+=("$pol: $XC_NOWSAME known differences now agree: update tests/crosscheck/jobs.txt")
+		bad=$((bad + XC_FAIL))
+		# A sequence that placed nothing would compare nothing.
+		[ "$XC_JOBS" -gt 0 ] || fail "$pol: no policy decision compared"
+		decisions=$((decisions + XC_JOBS))
+		# single-node jobs on part of a node that Slurm placed
+		partial=$((partial + $(awk 'NR == FNR { if ($1 != "end" && $4 == "-" &&
+			$2 == 1 && $3 < 4) p[$1] = 1; next } ($1 in p) && $2 != "-"' \
+			<(xc__jobs "$seq") "$work/slurm-$tag" | wc -l)))
+	done
+	summary+=("$pol: $decisions decisions compared, $partial placed single-node jobs on part of a node")
+	[ "$decisions" -ge 50 ] || fail "$pol: only $decisions decisions compared (< 50)"
+	[ "$partial" -gt 0 ] || fail "$pol: no partial-node job placed"
 done
 
 printf '| %-6s | %-5s | %-5s | %-22s | %-22s | %s |\n' policy job req \
