@@ -357,15 +357,17 @@ static int cmp_end(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-#define SHADOW_TRIES 8
-
 /*
  * EASY backfill reservation for job j: the earliest completion time after
  * which the policy can place j on the GPUs free then (running jobs end in
- * order), tried at up to SHADOW_TRIES completion times once enough GPUs
- * are free by count; *extra gets the GPUs to spare at that time. Every
- * policy gets the same treatment; for the baselines, which place whatever
- * fits by count, it is the classic count-based reservation.
+ * order), tried at every completion time once enough GPUs are free by
+ * count, as Slurm's backfill tests the job against the ends of the running
+ * jobs; *extra gets the GPUs to spare at that time. A cap on the tries
+ * would leave a reservation at a time when the job still does not fit,
+ * and since no later job keeps such a reservation, the whole queue would
+ * wait behind it: that hit the policies that cannot place a job whenever
+ * the GPU count allows (isle in required mode, tree-sw, block-seg). Every
+ * policy gets the same treatment.
  */
 static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 {
@@ -373,7 +375,7 @@ static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 	struct isle_place_req req;
 	long avail = s->free_total;
 	double t = INFINITY;
-	int i, tries = 0;
+	int i;
 
 	*extra = 0;
 	order = malloc(((size_t)s->nheap + 1) * sizeof(*order));
@@ -396,8 +398,7 @@ static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 		*extra = avail - j->gpus;
 		if (i + 1 < s->nheap && order[i + 1]->end == r->end)
 			continue; /* release everything ending together */
-		if (++tries > SHADOW_TRIES ||
-		    sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0)
+		if (sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0)
 			break;
 	}
 	free(order);
