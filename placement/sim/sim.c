@@ -65,8 +65,10 @@ struct state {
 	long split_groups;
 	int node_gpus;
 	struct isle_place_result res;
-	/* reservations: projected free masks and a scratch result */
-	uint64_t *proj, *saved;
+	/* reservations: projected free masks and a scratch result; resv has
+	 * the GPUs the reserved job gets at the shadow time, bf the free
+	 * GPUs outside them */
+	uint64_t *proj, *saved, *resv, *bf;
 	struct isle_place_result proj_res;
 };
 
@@ -369,6 +371,13 @@ static int cmp_end(const void *a, const void *b)
  * the GPU count allows (isle in required mode, tree-sw, block-seg). Every
  * policy gets the same treatment.
  */
+static void set_resv(struct state *s, const struct isle_place_result *r)
+{
+	memset(s->resv, 0, (size_t)s->t->nnodes * sizeof(uint64_t));
+	for (int k = 0; k < r->nnodes; k++)
+		s->resv[r->nodes[k]] = r->masks[k];
+}
+
 static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 {
 	struct running **order;
@@ -398,8 +407,11 @@ static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 		*extra = avail - j->gpus;
 		if (i + 1 < s->nheap && order[i + 1]->end == r->end)
 			continue; /* release everything ending together */
-		if (sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0)
+		if (sim_policy_place(s->pol, s->proj, &req, &s->proj_res) ==
+		    0) {
+			set_resv(s, &s->proj_res);
 			break;
+		}
 	}
 	free(order);
 	return t;
@@ -422,10 +434,32 @@ static int keeps_reservation(struct state *s, const struct sim_job *head,
 	}
 	make_req(s, head, &req);
 	ok = sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0;
-	if (!ok)
+	if (ok)
+		set_resv(s, &s->proj_res);
+	else
 		for (k = 0; k < r->nnodes; k++)
 			s->proj[r->nodes[k]] = s->saved[k];
 	return ok;
+}
+
+/*
+ * A job that runs past the reservation and whose own choice would take
+ * GPUs the reserved job needs may still start elsewhere: placed by the
+ * same policy on the free GPUs outside the reservation, as Slurm's
+ * backfill keeps a later job off the reserved nodes. Its GPUs leave the
+ * projection. 1 if placed (in s->res).
+ */
+static int place_around(struct state *s, const struct isle_place_req *req)
+{
+	int i;
+
+	for (i = 0; i < s->t->nnodes; i++)
+		s->bf[i] = s->free[i] & ~s->resv[i];
+	if (sim_policy_place(s->pol, s->bf, req, &s->res))
+		return 0;
+	for (i = 0; i < s->res.nnodes; i++)
+		s->proj[s->res.nodes[i]] &= ~s->res.masks[i];
+	return 1;
 }
 
 static int schedule(struct state *s, double now)
@@ -477,7 +511,8 @@ static int schedule(struct state *s, double now)
 		}
 		if (rc)
 			return rc;
-		if (past && !keeps_reservation(s, head, &s->res))
+		if (past && !keeps_reservation(s, head, &s->res) &&
+		    (shadow == INFINITY || !place_around(s, &req)))
 			goto wait;
 		rc = start_job(s, ji, now, &req);
 		if (rc)
@@ -567,6 +602,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.free = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.proj = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.saved = malloc((size_t)t->nnodes * sizeof(uint64_t));
+	s.resv = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
+	s.bf = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
 	s.net = sim_net_create(t);
@@ -576,8 +613,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.step_last = calloc((size_t)n + 1, sizeof(double));
 	s.onfab = calloc((size_t)n + 1, 1);
 	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue ||
-	    !s.net || !s.compute || !s.step_cur || !s.step_int ||
-	    !s.step_last || !s.onfab)
+	    !s.resv || !s.bf || !s.net || !s.compute || !s.step_cur ||
+	    !s.step_int || !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
 	if (!s.pol)
@@ -676,6 +713,8 @@ out:
 	free(s.free);
 	free(s.proj);
 	free(s.saved);
+	free(s.resv);
+	free(s.bf);
 	free(s.heap);
 	free(s.queue);
 	free(s.dec_us);
