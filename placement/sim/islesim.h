@@ -190,6 +190,7 @@ struct sim_metrics {
 	double step_time_mean, step_time_p95;
 	double comm_time_mean;	       /* its communication part */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
+	double wait_gpu_mean_s;	       /* wait weighted by the job's GPUs */
 	double tp_groups_split_pct;
 	double tp_in_island_pct;
 	/* the engine's own cost (isle_place_eval / isle_place_ideal) */

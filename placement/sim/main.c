@@ -60,11 +60,11 @@ static void usage(FILE *f)
 
 static void print_header(void)
 {
-	printf("%-9s %-9s %7s %7s %7s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
+	printf("%-9s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
 	       "%8s\n",
 	       "cluster", "policy", "step_s", "step95", "comm_s", "wait_s",
-	       "wait95", "jct_s", "split%", "tp_req", "ecost", "occ", "frag",
-	       "dec_p50", "dec_p99");
+	       "wait95", "wait_gpu", "jct_s", "split%", "tp_req", "ecost",
+	       "occ", "frag", "dec_p50", "dec_p99");
 }
 
 static void print_row(const char *cluster, const char *policy,
@@ -74,13 +74,14 @@ static void print_row(const char *cluster, const char *policy,
 
 	if (!header++)
 		print_header();
-	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %9.0f %6.1f %6.1f "
-	       "%6.3f %5.3f %5.3f %8.1f %8.1f\n",
+	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
+	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f\n",
 	       cluster, policy, m->step_time_mean, m->step_time_p95,
-	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s, m->jct_mean_s,
-	       m->tp_groups_split_pct, m->tp_in_island_req_pct,
-	       m->comm_cost_ratio_mean, m->occupancy_mean,
-	       m->fragmentation_mean, m->decision_us_p50, m->decision_us_p99);
+	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s,
+	       m->wait_gpu_mean_s, m->jct_mean_s, m->tp_groups_split_pct,
+	       m->tp_in_island_req_pct, m->comm_cost_ratio_mean,
+	       m->occupancy_mean, m->fragmentation_mean, m->decision_us_p50,
+	       m->decision_us_p99);
 }
 
 static int load_jobs(const struct cfg *c, const isle_topo *t,
@@ -175,6 +176,7 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"step_time_p95\": %.4f, "
 			    "\"comm_time_mean\": %.4f, "
 			    "\"wait_mean_s\": %.1f, \"wait_p95_s\": %.1f, "
+			    "\"wait_gpu_mean_s\": %.1f, "
 			    "\"jct_mean_s\": %.1f, "
 			    "\"tp_groups_split_pct\": %.2f, "
 			    "\"occupancy_mean\": %.4f, "
@@ -187,12 +189,12 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"decision_us_p99\": %.2f}",
 			    *first ? "" : ",", cluster, sim_policy_names[p],
 			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
-			    m.wait_mean_s, m.wait_p95_s, m.jct_mean_s,
-			    m.tp_groups_split_pct, m.occupancy_mean,
-			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
-			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
-			    m.fragmentation_mean, m.decision_us_p50,
-			    m.decision_us_p99);
+			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
+			    m.jct_mean_s, m.tp_groups_split_pct,
+			    m.occupancy_mean, m.tp_in_island_pct,
+			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
+			    m.infer_latency_ratio_mean, m.fragmentation_mean,
+			    m.decision_us_p50, m.decision_us_p99);
 			*first = 0;
 		}
 	}

@@ -52,7 +52,7 @@ struct state {
 	int ndec, capdec, nratio, capratio, niratio, capiratio;
 	double busy_int, frag_int, window, last_occ_t;
 	long tp_groups, tp_inside, req_groups, req_inside;
-	double wait_sum;
+	double wait_sum, wait_gpu_sum, gpu_sum;
 	int started;
 	/* flow model: per job compute and step time, integrated over time */
 	struct sim_net *net;
@@ -341,6 +341,8 @@ static int start_job(struct state *s, int ji, double now,
 	j->placed = 1;
 	s->started++;
 	s->wait_sum += now - j->submit;
+	s->wait_gpu_sum += (now - j->submit) * j->gpus;
+	s->gpu_sum += j->gpus;
 	if (push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
 	    push_sample(&s->jcts, &s->njcts, &s->capjcts,
 			now - j->submit + j->duration))
@@ -692,6 +694,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->fragmentation_mean = s.window > 0 ? s.frag_int / s.window : 0;
 	m->wait_mean_s = s.started ? s.wait_sum / s.started : 0;
 	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
+	m->wait_gpu_mean_s = s.gpu_sum > 0 ? s.wait_gpu_sum / s.gpu_sum : 0;
 	m->jct_mean_s = mean(s.jcts, s.njcts);
 	m->step_time_mean = mean(s.steps, s.nsteps);
 	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
