@@ -3,9 +3,9 @@
  *
  * Events are job arrivals and completions. After each event time the
  * scheduler walks the queue in submit order with EASY backfill: the first
- * job that does not fit gets a reservation at the time enough GPUs will be
- * free (by count), and later jobs may start only if they end before it or
- * fit in the GPUs left over at that time. Every policy sees the same
+ * job that does not fit gets a reservation at the earliest completion time
+ * at which the policy can place it, and later jobs may start only if they
+ * end before it or leave it room (placed elsewhere if need be). Every policy sees the same
  * stream and the same scheduler; only the placement differs.
  *
  * Requests are shaped as users submit them: a job of a whole node or more
