@@ -5,8 +5,8 @@
  * scheduler walks the queue in submit order with EASY backfill: the first
  * job that does not fit gets a reservation at the earliest completion time
  * at which the policy can place it, and later jobs may start only if they
- * end before it or leave it room (placed elsewhere if need be). Every policy sees the same
- * stream and the same scheduler; only the placement differs.
+ * end before it or leave it room (placed elsewhere if need be). Every policy
+ * sees the same stream and the same scheduler; only the placement differs.
  *
  * Requests are shaped as users submit them: a job of a whole node or more
  * asks for k nodes of g GPUs (-N k --gpus-per-node=g), a smaller job for
