@@ -351,6 +351,49 @@ static void test_shaped(void **state)
 	isle_topo_destroy(t);
 }
 
+/* EASY reservation: the head job (16 GPUs under one leaf, tree-sw) fits
+ * by GPU count after 4 completions but only once a whole leaf is free,
+ * at the 13th; the reservation is made then, on that leaf, and a long
+ * 1-GPU job starts as soon as a GPU outside it is free. */
+static void test_reservation(void **state)
+{
+	char path[] = "/tmp/isle-test-resv-XXXXXX";
+	struct sim_opts o = {
+	    .policy = SIM_TREE_SW, .seed = 1, .queue_depth = 64};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256], text[2048] = "submit,duration,gpus,tp,pp\n";
+	int i, n = 0;
+
+	/* job i holds node i (leaf (i-1)/4, position (i-1)%4); a leaf's
+	 * nodes end 400 s apart, the leafs interleaved */
+	for (i = 1; i <= 16; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "0,%d,4,1,1\n",
+			 100 * (((i - 1) % 4) * 4 + (i - 1) / 4 + 1));
+		strcat(text, line);
+	}
+	strcat(text, "1,5000,16,4,1\n2,100000,1,1,1\n");
+	i = mkstemp(path);
+	assert_true(i >= 0);
+	close(i);
+	write_file(path, text);
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 18);
+	assert_true(jobs[16].start == 1300); /* leaf 1 free */
+	assert_true(jobs[17].start == 200);  /* n05, outside the reservation */
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
 /* --- flow model ---------------------------------------------------------- */
 
 static void test_maxmin_share(void **state)
@@ -618,6 +661,7 @@ int main(void)
 	    cmocka_unit_test(test_run),
 	    cmocka_unit_test(test_baselines),
 	    cmocka_unit_test(test_shaped),
+	    cmocka_unit_test(test_reservation),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
