@@ -142,7 +142,10 @@ void isle_place_opts_default(struct isle_place_opts *o)
 	o->w_dp = 0.25;
 	o->cost_tolerance = 1e-3;
 	o->w_frag_island = 1.0;
-	o->w_frag_node = 1.0;
+	/* A whole free node serves -N k --gpus-per-node jobs; a whole free
+	 * NVLink pair only smaller ones: keeping nodes whole weighs more
+	 * (islesim, PCIe pairs: 10-15% shorter mean wait, same step time). */
+	o->w_frag_node = 2.0;
 	o->w_frag_leaf = 0.5;
 	o->frag_weight = 0.0;
 	o->max_scopes = 32;

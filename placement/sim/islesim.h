@@ -64,6 +64,95 @@ struct sim_job *sim_workload_gen(const struct sim_mix *mix, int njobs,
 int sim_workload_read(const char *path, struct sim_job **jobs, int *njobs,
 		      char *err, size_t errlen);
 
+/* --- traffic.c ---------------------------------------------------------- */
+
+/* A model class: what a job of that size trains (dense transformer, bf16,
+ * sequences of 4096 tokens, one sequence per micro-batch). */
+struct sim_model_class {
+	const char *name;
+	int max_gpus; /* jobs of at most this many GPUs train this class */
+	double params;
+	int layers, hidden;
+};
+
+/* The table, smallest class first; NULL name ends it. */
+extern const struct sim_model_class sim_model_classes[];
+
+/* One training step of a job, per GPU. */
+struct sim_traffic {
+	const struct sim_model_class *model;
+	double compute_s;	 /* seconds of compute per step */
+	double tp_msg, tp_calls; /* TP allreduce: bytes per call, calls */
+	double pp_msg, pp_calls; /* stage boundary: bytes per send, sends */
+	double dp_bytes;	 /* gradients allreduced per DP replica */
+};
+
+/* Traffic of a training job of gpus GPUs as tp x pp x dp: the class comes
+ * from the job size; every policy sees the same. 0 or -EINVAL. */
+int sim_traffic_of(int gpus, int tp, int pp, struct sim_traffic *out);
+
+/* --- netsim.c: flow-level network model ------------------------------- */
+
+enum sim_phase { SIM_PH_TP = 0, SIM_PH_PP, SIM_PH_DP, SIM_NPHASES };
+
+/* A flow's use of a directed link: the flow's rate times w. */
+struct sim_use {
+	int link;
+	double w;
+};
+
+/* Max-min fair rates (progressive filling) of nflows flows; flow f uses
+ * use[off[f]..off[f+1]); a flow that uses no link gets INFINITY. Rates in
+ * the unit of cap. 0, -EINVAL or -ENOMEM. */
+int sim_maxmin(int nlinks, const double *cap, int nflows, const int *off,
+	       const struct sim_use *use, double *rate);
+
+/* A transfer of one step between two GPUs (bytes per step). */
+struct sim_xfer {
+	int node_a, gpu_a, node_b, gpu_b;
+	int phase;
+	double bytes;
+};
+
+/* The rank-to-rank transfers of one training step of a placed job (ring
+ * allreduce for TP and DP groups, sends between pipeline stages); rank
+ * layout as in isle_place.h; rings visit a node's GPUs together and
+ * cross to the next node on one channel per GPU pair, as NCCL does. *out
+ * is malloc'd; 0 or -ENOMEM. */
+int sim_job_xfers(const struct sim_traffic *tr,
+		  const struct isle_place_rank *ranks, int nranks, int tp,
+		  int pp, struct sim_xfer **out, int *nout);
+
+struct sim_net;
+
+struct sim_net *sim_net_create(const isle_topo *t);
+void sim_net_destroy(struct sim_net *n);
+
+/* The directed links a flow from GPU a to GPU b of different nodes uses:
+ * NIC up, NIC down, then the switch links with their share. Returns the
+ * count or -ENOSPC when more than max. */
+int sim_net_route(struct sim_net *n, int node_a, int gpu_a, int node_b,
+		  int gpu_b, struct sim_use *out, int max);
+
+/* What directed link `link` is: lo = switch below (or -1 - node for a NIC
+ * link), hi = switch above, *cap in GB/s; returns 0 up, 1 down. */
+int sim_net_link_info(const struct sim_net *n, int link, int *lo, int *hi,
+		      double *cap);
+
+/* Adds job id's transfers (rates of its own links are solved now);
+ * returns the number of its flows on the shared fabric, or -errno. */
+int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
+		    int nx);
+void sim_net_job_remove(struct sim_net *n, int id);
+
+/* Shares the fabric between all jobs' flows (max-min). 0 or -errno. */
+int sim_net_solve(struct sim_net *n);
+
+/* Communication seconds per step of job id under the last solve: per
+ * phase the slowest of its flows, phases one after the other. */
+double sim_net_comm_time(const struct sim_net *n, int id,
+			 double phase_s[SIM_NPHASES]);
+
 /* --- policies.c --------------------------------------------------------- */
 
 enum sim_policy {
@@ -72,6 +161,8 @@ enum sim_policy {
 	SIM_TREE,
 	SIM_BLOCK,
 	SIM_RANDOM,
+	SIM_TREE_SW,   /* tree with --switches=1 */
+	SIM_BLOCK_SEG, /* block with --segment */
 	SIM_NPOLICIES
 };
 
@@ -94,7 +185,15 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
 /* --- sim.c -------------------------------------------------------------- */
 
 struct sim_metrics {
+	/* flow model (netsim.c): mean step time over each training job of
+	 * 2+ GPUs's run, seconds */
+	double step_time_mean, step_time_p95;
+	double comm_time_mean;	       /* its communication part */
+	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
+	double wait_gpu_mean_s;	       /* wait weighted by the job's GPUs */
+	double tp_groups_split_pct;
 	double tp_in_island_pct;
+	/* the engine's own cost (isle_place_eval / isle_place_ideal) */
 	double comm_cost_ratio_mean, comm_cost_ratio_p95;
 	double infer_latency_ratio_mean;
 	double occupancy_mean;
@@ -110,7 +209,7 @@ struct sim_opts {
 	uint64_t seed;
 	int queue_depth; /* queued jobs tried per scheduling pass */
 	FILE *trace;	 /* per-job placements, or NULL */
-	FILE *cost_out;	 /* per-job cost ratios ("ratio"), or NULL */
+	FILE *cost_out;	 /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	 /* "time occupancy" samples, or NULL */
 };
 

@@ -30,7 +30,8 @@ static void usage(FILE *f)
 	    "usage: islesim [options]\n"
 	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
 	    " cluster file\n"
-	    "  --policy P       isle | linear | tree | block | random | all"
+	    "  --policy P       isle | linear | tree | block | random |"
+	    " tree-sw | block-seg | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
@@ -51,6 +52,7 @@ static void usage(FILE *f)
 	    "  --replay FILE    place a job sequence, no completions: lines\n"
 	    "                   'LABEL NODES GPUS_PER_NODE [PIN|- [COMMIT|-]]'"
 	    "\n"
+	    "                   or 'end LABEL' (the job ends)\n"
 	    "                   (PIN/COMMIT: node,node,...); prints\n"
 	    "                   'POLICY LABEL node,node,...' ('-': none)\n",
 	    f);
@@ -58,9 +60,11 @@ static void usage(FILE *f)
 
 static void print_header(void)
 {
-	printf("%-9s %-7s %6s %6s %6s %6s %6s %5s %9s %5s %8s %8s\n", "cluster",
-	       "policy", "tp_isl", "tp_req", "cost", "cost95", "infer", "occ",
-	       "wait_s", "frag", "dec_p50", "dec_p99");
+	printf("%-9s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
+	       "%8s\n",
+	       "cluster", "policy", "step_s", "step95", "comm_s", "wait_s",
+	       "wait95", "wait_gpu", "jct_s", "split%", "tp_req", "ecost",
+	       "occ", "frag", "dec_p50", "dec_p99");
 }
 
 static void print_row(const char *cluster, const char *policy,
@@ -70,12 +74,14 @@ static void print_row(const char *cluster, const char *policy,
 
 	if (!header++)
 		print_header();
-	printf("%-9s %-7s %6.1f %6.1f %6.3f %6.3f %6.3f %5.3f %9.0f %5.3f "
-	       "%8.1f %8.1f\n",
-	       cluster, policy, m->tp_in_island_pct, m->tp_in_island_req_pct,
-	       m->comm_cost_ratio_mean, m->comm_cost_ratio_p95,
-	       m->infer_latency_ratio_mean, m->occupancy_mean, m->wait_mean_s,
-	       m->fragmentation_mean, m->decision_us_p50, m->decision_us_p99);
+	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
+	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f\n",
+	       cluster, policy, m->step_time_mean, m->step_time_p95,
+	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s,
+	       m->wait_gpu_mean_s, m->jct_mean_s, m->tp_groups_split_pct,
+	       m->tp_in_island_req_pct, m->comm_cost_ratio_mean,
+	       m->occupancy_mean, m->fragmentation_mean, m->decision_us_p50,
+	       m->decision_us_p99);
 }
 
 static int load_jobs(const struct cfg *c, const isle_topo *t,
@@ -145,7 +151,7 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			       sim_policy_names[p]);
 		}
 		if (c->bench) {
-			o.cost_out = open_out(c->bench, "cost", cluster,
+			o.cost_out = open_out(c->bench, "step", cluster,
 					      sim_policy_names[p]);
 			o.occ_out = open_out(c->bench, "occ", cluster,
 					     sim_policy_names[p]);
@@ -166,20 +172,29 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			fprintf(
 			    js,
 			    "%s\n    {\"cluster\": \"%s\", \"policy\": \"%s\", "
+			    "\"step_time_mean\": %.4f, "
+			    "\"step_time_p95\": %.4f, "
+			    "\"comm_time_mean\": %.4f, "
+			    "\"wait_mean_s\": %.1f, \"wait_p95_s\": %.1f, "
+			    "\"wait_gpu_mean_s\": %.1f, "
+			    "\"jct_mean_s\": %.1f, "
+			    "\"tp_groups_split_pct\": %.2f, "
+			    "\"occupancy_mean\": %.4f, "
 			    "\"tp_in_island_pct\": %.2f, "
-			    "\"comm_cost_ratio_mean\": %.4f, "
-			    "\"comm_cost_ratio_p95\": %.4f, "
-			    "\"infer_latency_ratio_mean\": %.4f, "
-			    "\"occupancy_mean\": %.4f, \"wait_mean_s\": %.1f, "
+			    "\"engine_cost_ratio_mean\": %.4f, "
+			    "\"engine_cost_ratio_p95\": %.4f, "
+			    "\"engine_infer_latency_ratio_mean\": %.4f, "
 			    "\"fragmentation_mean\": %.4f, "
 			    "\"decision_us_p50\": %.2f, "
 			    "\"decision_us_p99\": %.2f}",
 			    *first ? "" : ",", cluster, sim_policy_names[p],
-			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
-			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
-			    m.occupancy_mean, m.wait_mean_s,
-			    m.fragmentation_mean, m.decision_us_p50,
-			    m.decision_us_p99);
+			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
+			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
+			    m.jct_mean_s, m.tp_groups_split_pct,
+			    m.occupancy_mean, m.tp_in_island_pct,
+			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
+			    m.infer_latency_ratio_mean, m.fragmentation_mean,
+			    m.decision_us_p50, m.decision_us_p99);
 			*first = 0;
 		}
 	}
@@ -336,8 +351,9 @@ static int run_scales(const struct cfg *c, FILE *js)
 static const char *const bench_clusters[] = {"superpod", "nvl72", "pcie",
 					     "lingjun"};
 
-/* gnuplot script: comm-cost CDF per policy (top) and occupancy over time
- * (bottom), one column per cluster. */
+/* gnuplot script: step-time CDF per policy (top; flow model, training
+ * jobs of 2+ GPUs) and occupancy over time (bottom), one column per
+ * cluster. */
 static int write_plot(const char *dir)
 {
 	char path[4096];
@@ -353,19 +369,19 @@ static int write_plot(const char *dir)
 	fprintf(f,
 		"set terminal pngcairo size 1800,900 noenhanced\n"
 		"set output '%s/placement.png'\n"
-		"set multiplot layout 2,4 title 'islesim: modelled comm cost "
-		"/ empty-cluster cost (CDF) and GPU occupancy'\n"
+		"set multiplot layout 2,4 title 'islesim: step time under "
+		"the flow model (CDF) and GPU occupancy'\n"
 		"set key bottom right\nset grid\n",
 		dir);
 	for (k = 0; k < 4; k++) {
 		fprintf(f,
-			"set title '%s: comm cost ratio CDF'\n"
-			"set xlabel 'cost / ideal'\nset ylabel 'CDF'\n"
+			"set title '%s: step time CDF'\n"
+			"set xlabel 'step time, s'\nset ylabel 'CDF'\n"
 			"set logscale x\nset yrange [0:1]\nplot ",
 			bench_clusters[k]);
 		for (p = 0; p < SIM_NPOLICIES; p++)
 			fprintf(f,
-				"%s'%s/placement-cost-%s-%s.dat' using 1:(1) "
+				"%s'%s/placement-step-%s-%s.dat' using 1:(1) "
 				"smooth cnormal with lines lw 2 title '%s'",
 				p ? ", " : "", dir, bench_clusters[k],
 				sim_policy_names[p], sim_policy_names[p]);
@@ -429,10 +445,20 @@ out:
  * baselines see a GPU count; the engine also gets the node shape). An
  * optional COMMIT list replaces the policy's choice in the state that the
  * next jobs see ("-": nothing), so that each decision can be compared
- * with Slurm's from the state Slurm was in.
+ * with Slurm's from the state Slurm was in. A line 'end LABEL' frees
+ * the GPUs job LABEL holds (the job ended), so that a sequence can run
+ * long without filling the cluster.
  */
+
+/* GPUs a replayed job holds, by label. */
+struct held {
+	char label[128];
+	int n;
+	int nodes[64];
+	uint64_t masks[64];
+};
 static int replay_pin(const isle_topo *t, uint64_t *fm, char *pins, int gpn,
-		      const char *path, int line, FILE *out)
+		      const char *path, int line, FILE *out, struct held *h)
 {
 	char *save = NULL, *tok;
 	int first = 1;
@@ -453,6 +479,16 @@ static int replay_pin(const isle_topo *t, uint64_t *fm, char *pins, int gpn,
 				path, line, tok, gpn);
 			return -EINVAL;
 		}
+		if (h && h->n < 64) {
+			uint64_t m = fm[ni], got = 0;
+
+			for (k = 0; k < gpn; k++) {
+				got |= m & -m;
+				m &= m - 1;
+			}
+			h->nodes[h->n] = ni;
+			h->masks[h->n++] = got;
+		}
 		for (k = 0; k < gpn; k++)
 			fm[ni] &= fm[ni] - 1; /* lowest free GPU first */
 		fprintf(out, "%s%s", first ? "" : ",", tok);
@@ -467,8 +503,9 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 	struct isle_place_result res;
 	struct sim_policy_ctx *pc;
 	uint64_t *fm = malloc(((size_t)t->nnodes + 1) * sizeof(uint64_t));
+	struct held *held = NULL, *h;
 	char buf[1024];
-	int i, line = 0, rc = 0;
+	int i, line = 0, rc = 0, nheld = 0, capheld = 0;
 
 	isle_place_result_init(&res);
 	pc = sim_policy_create((enum sim_policy)p, t, eng, c->seed);
@@ -491,6 +528,27 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 			    &gpn, pins, commit);
 		if (nf <= 0 || label[0] == '#')
 			continue;
+		if (!strcmp(label, "end")) {
+			char who[128];
+
+			if (sscanf(buf, " end %127s", who) != 1) {
+				fprintf(stderr,
+					"islesim: %s:%d: expected "
+					"'end LABEL'\n",
+					c->replay, line);
+				rc = -EINVAL;
+				goto out;
+			}
+			for (i = 0; i < nheld; i++)
+				if (!strcmp(held[i].label, who))
+					break;
+			if (i == nheld)
+				continue; /* it never ran */
+			for (int k = 0; k < held[i].n; k++)
+				fm[held[i].nodes[k]] |= held[i].masks[k];
+			held[i].label[0] = '\0';
+			continue;
+		}
 		if (nf < 3 || nodes <= 0 || gpn <= 0 || gpn > 64) {
 			fprintf(stderr,
 				"islesim: %s:%d: expected 'LABEL NODES "
@@ -500,9 +558,23 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 			goto out;
 		}
 		printf("%s %s ", sim_policy_names[p], label);
+		if (nheld == capheld) {
+			struct held *nh;
+
+			capheld = capheld ? 2 * capheld : 64;
+			nh = realloc(held, (size_t)capheld * sizeof(*nh));
+			if (!nh) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			held = nh;
+		}
+		h = &held[nheld++];
+		snprintf(h->label, sizeof(h->label), "%s", label);
+		h->n = 0;
 		if (pins[0] && strcmp(pins, "-")) {
 			rc = replay_pin(t, fm, pins, gpn, c->replay, line,
-					stdout);
+					stdout, h);
 			putchar('\n');
 			if (rc)
 				goto out;
@@ -519,15 +591,20 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 		for (i = 0; i < res.nnodes; i++) {
 			printf("%s%s", i ? "," : "",
 			       t->nodes[res.nodes[i]].name);
-			if (!commit[0])
+			if (!commit[0]) {
 				fm[res.nodes[i]] &= ~res.masks[i];
+				if (h->n < 64) {
+					h->nodes[h->n] = res.nodes[i];
+					h->masks[h->n++] = res.masks[i];
+				}
+			}
 		}
 		puts(res.nnodes ? "" : "-");
 		if (commit[0] && strcmp(commit, "-")) {
 			FILE *nul = fopen("/dev/null", "w");
 
 			rc = nul ? replay_pin(t, fm, commit, gpn, c->replay,
-					      line, nul)
+					      line, nul, h)
 				 : -errno;
 			if (nul)
 				fclose(nul);
@@ -539,6 +616,7 @@ out:
 	sim_policy_destroy(pc);
 	isle_place_result_fini(&res);
 	free(fm);
+	free(held);
 	return rc;
 }
 

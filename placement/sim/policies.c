@@ -14,7 +14,14 @@
  *           the level follows from the job size alone (no room: the job
  *           waits), best fit among its blocks and base blocks, last of
  *           equals; nodes in order;
- *   random: nodes in a seeded random order.
+ *   random: nodes in a seeded random order;
+ *   tree-sw:   tree with --switches=1, what a careful user adds: a job
+ *              that fits under one leaf switch waits for one;
+ *   block-seg: block with --segment=S, S the largest divisor of the node
+ *              count that fits a base block: each S-node segment in one
+ *              base block.
+ * Requests with a node shape (-N k --gpus-per-node=g) take exactly g GPUs
+ * on each of k nodes that have g free, as Slurm's count of usable nodes.
  * None of the baselines knows about GPU islands inside a node or TP/PP, so
  * ranks follow the node order they chose and GPU indices, as srun's block
  * distribution does.
@@ -27,7 +34,7 @@
 #include "place_priv.h"
 
 const char *const sim_policy_names[SIM_NPOLICIES] = {
-    "isle", "linear", "tree", "block", "random",
+    "isle", "linear", "tree", "block", "random", "tree-sw", "block-seg",
 };
 
 int sim_policy_parse(const char *s)
@@ -54,6 +61,7 @@ struct sim_policy_ctx {
 	int *leaf_spine; /* spine group of each leaf group */
 	int *order;	 /* scratch: node order */
 	long *score;	 /* scratch: free GPUs per group */
+	int gpn;	 /* GPUs per node of the current request, 0: any */
 };
 
 static int groups_build(const isle_topo *t, const int *key, int ngroups,
@@ -151,9 +159,21 @@ static int nfree(const uint64_t *fm, int node)
 	return __builtin_popcountll(fm[node]);
 }
 
+/* GPUs the current request can use on a node: g on a node with g free
+ * when it asks g per node, else every free GPU. */
+static int usable(const struct sim_policy_ctx *pc, const uint64_t *fm, int node)
+{
+	int f = nfree(fm, node);
+
+	if (!pc->gpn)
+		return f;
+	return f >= pc->gpn ? pc->gpn : 0;
+}
+
 /* Takes GPUs from order[0..n) first fit, lowest GPU index first; ranks in
  * that order. Returns 0 or -ENOSPC. */
-static int take_in_order(const int *order, int n, const uint64_t *fm, int need,
+static int take_in_order(const struct sim_policy_ctx *pc, const int *order,
+			 int n, const uint64_t *fm, int need,
 			 struct isle_place_result *res)
 {
 	int i;
@@ -162,6 +182,12 @@ static int take_in_order(const int *order, int n, const uint64_t *fm, int need,
 	for (i = 0; i < n && need > 0; i++) {
 		uint64_t m = fm[order[i]], got = 0;
 
+		if (pc->gpn) {
+			if (nfree(fm, order[i]) < pc->gpn)
+				continue;
+			for (int k = nfree(fm, order[i]) - pc->gpn; k > 0; k--)
+				m &= ~(1ULL << (63 - __builtin_clzll(m)));
+		}
 		while (m && need > 0) {
 			int g = __builtin_ctzll(m);
 
@@ -181,12 +207,13 @@ static int take_in_order(const int *order, int n, const uint64_t *fm, int need,
 	return need > 0 ? -ENOSPC : 0;
 }
 
-static long grp_free(const struct grp *g, const uint64_t *fm)
+static long grp_free(const struct sim_policy_ctx *pc, const struct grp *g,
+		     const uint64_t *fm)
 {
 	long s = 0;
 
 	for (int i = 0; i < g->n; i++)
-		s += nfree(fm, g->nodes[i]);
+		s += usable(pc, fm, g->nodes[i]);
 	return s;
 }
 
@@ -263,7 +290,7 @@ static void tree_decrement(struct tree_sw *s, int i, long taken)
 }
 
 static int place_tree(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
-		      struct isle_place_result *res)
+		      int one_switch, struct isle_place_result *res)
 {
 	const isle_topo *t = pc->t;
 	int ncore =
@@ -300,7 +327,7 @@ static int place_tree(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 	/* the top switch: the highest level that holds the job, last of
 	 * equals; nodes outside it are out of reach */
 	for (i = 0; i < pc->nleaf; i++) {
-		long f = grp_free(&pc->leaf[i], fm);
+		long f = grp_free(pc, &pc->leaf[i], fm);
 
 		s.cnt[i] += f;
 		if (s.parent[i] >= 0) {
@@ -315,6 +342,37 @@ static int place_tree(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 	rc = -ENOSPC;
 	if (top < 0)
 		goto out;
+	/* --switches=1: a job that fits under one leaf when it is empty takes
+	 * the best-fit leaf that holds it now, or waits */
+	if (one_switch) {
+		long cap = 0;
+
+		for (i = 0; i < pc->nleaf; i++) {
+			long c = 0;
+
+			for (int k = 0; k < pc->leaf[i].n; k++) {
+				int g = t->nodes[pc->leaf[i].nodes[k]].ngpus;
+
+				c += pc->gpn ? (g >= pc->gpn ? pc->gpn : 0) : g;
+			}
+			if (c > cap)
+				cap = c;
+		}
+		if (cap >= need) {
+			int best = -1;
+
+			for (i = 0; i < pc->nleaf; i++)
+				if (s.cnt[i] >= need &&
+				    (best < 0 || s.cnt[i] < s.cnt[best]))
+					best = i;
+			if (best < 0)
+				goto out;
+			for (i = 0; i < pc->leaf[best].n; i++)
+				pc->order[len++] = pc->leaf[best].nodes[i];
+			rc = take_in_order(pc, pc->order, len, fm, need, res);
+			goto out;
+		}
+	}
 	for (i = 0; i < pc->nleaf; i++) {
 		int a = i;
 
@@ -359,7 +417,7 @@ static int place_tree(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 		rem -= s.cnt[best];
 		tree_decrement(&s, best, s.cnt[best]);
 	}
-	rc = take_in_order(pc->order, len, fm, need, res);
+	rc = take_in_order(pc, pc->order, len, fm, need, res);
 out:
 	free(s.cnt);
 	free(s.parent);
@@ -378,8 +436,22 @@ out:
  * cluster). Among the blocks of that level with room, the one with the
  * fewest free GPUs wins, the last of equals; none: the job waits.
  */
+/* What base block b holds for the request: usable GPUs, or with
+ * segments of seg nodes only whole segments. */
+static long bb_cap(const struct sim_policy_ctx *pc, int b, const uint64_t *fm,
+		   int seg)
+{
+	long nodes = 0;
+
+	if (!seg)
+		return grp_free(pc, &pc->block[b], fm);
+	for (int k = 0; k < pc->block[b].n; k++)
+		nodes += usable(pc, fm, pc->block[b].nodes[k]) > 0;
+	return nodes / seg * seg * pc->gpn;
+}
+
 static int place_block(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
-		       struct isle_place_result *res)
+		       int seg, struct isle_place_result *res)
 {
 	int size = 1, a, i, best = -1, len = 0, nbb, *used = NULL;
 	long bf = 0, base = 0, rem = need, *nb = NULL;
@@ -405,7 +477,7 @@ static int place_block(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 		long f = 0;
 
 		for (i = a * size; i < (a + 1) * size && i < pc->nblock; i++)
-			f += grp_free(&pc->block[i], fm);
+			f += bb_cap(pc, i, fm, seg);
 		if (f >= need && (best < 0 || f <= bf)) {
 			best = a;
 			bf = f;
@@ -422,7 +494,7 @@ static int place_block(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 	if (!nb || !used)
 		goto out;
 	for (i = 0; i < size && best * size + i < pc->nblock; i++)
-		nb[i] = grp_free(&pc->block[best * size + i], fm);
+		nb[i] = bb_cap(pc, best * size + i, fm, seg);
 	while (rem > 0) {
 		int bi = -1, bfit = 0;
 
@@ -442,11 +514,21 @@ static int place_block(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 		if (bi < 0 || nb[bi] <= 0)
 			goto out;
 		used[bi] = 1;
-		for (i = 0; i < pc->block[best * size + bi].n; i++)
-			pc->order[len++] = pc->block[best * size + bi].nodes[i];
+		{
+			const struct grp *g = &pc->block[best * size + bi];
+			long take = seg ? nb[bi] / pc->gpn : g->n;
+
+			/* with segments: only the nodes of whole segments */
+			for (i = 0; i < g->n && take > 0; i++) {
+				if (seg && !usable(pc, fm, g->nodes[i]))
+					continue;
+				pc->order[len++] = g->nodes[i];
+				take--;
+			}
+		}
 		rem -= nb[bi];
 	}
-	rc = take_in_order(pc->order, len, fm, need, res);
+	rc = take_in_order(pc, pc->order, len, fm, need, res);
 out:
 	free(nb);
 	free(used);
@@ -468,7 +550,25 @@ static int place_random(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 		pc->order[i] = pc->order[j];
 		pc->order[j] = x;
 	}
-	return take_in_order(pc->order, n, fm, need, res);
+	return take_in_order(pc, pc->order, n, fm, need, res);
+}
+
+/* --segment: the largest divisor of the node count that fits in the
+ * smallest base block; 0 for a job without a node shape. */
+static int segment_of(const struct sim_policy_ctx *pc,
+		      const struct isle_place_req *req)
+{
+	int bb = 0, s;
+
+	if (req->nodes <= 1 || !req->gpus_per_node)
+		return 0;
+	for (int i = 0; i < pc->nblock; i++)
+		if (!bb || pc->block[i].n < bb)
+			bb = pc->block[i].n;
+	for (s = req->nodes < bb ? req->nodes : bb; s > 1; s--)
+		if (req->nodes % s == 0)
+			break;
+	return s;
 }
 
 int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
@@ -479,6 +579,9 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 
 	if (pc->p == SIM_ISLE)
 		return isle_place(pc->eng, fm, NULL, req, res);
+	pc->gpn = req->gpus_per_node;
+	if (!need)
+		need = req->nodes * req->gpus_per_node;
 	rc = isle__place_result_reserve(res, pc->t->nnodes, need);
 	if (rc)
 		return rc;
@@ -487,13 +590,17 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	case SIM_LINEAR:
 		for (i = 0; i < pc->t->nnodes; i++)
 			pc->order[i] = i;
-		rc = take_in_order(pc->order, pc->t->nnodes, fm, need, res);
+		rc = take_in_order(pc, pc->order, pc->t->nnodes, fm, need, res);
 		break;
 	case SIM_TREE:
-		rc = place_tree(pc, fm, need, res);
+	case SIM_TREE_SW:
+		rc = place_tree(pc, fm, need, pc->p == SIM_TREE_SW, res);
 		break;
 	case SIM_BLOCK:
-		rc = place_block(pc, fm, need, res);
+	case SIM_BLOCK_SEG:
+		rc = place_block(
+		    pc, fm, need,
+		    pc->p == SIM_BLOCK_SEG ? segment_of(pc, req) : 0, res);
 		break;
 	case SIM_RANDOM:
 		rc = place_random(pc, fm, need, res);

@@ -3,10 +3,18 @@
  *
  * Events are job arrivals and completions. After each event time the
  * scheduler walks the queue in submit order with EASY backfill: the first
- * job that does not fit gets a reservation at the time enough GPUs will be
- * free (by count), and later jobs may start only if they end before it or
- * fit in the GPUs left over at that time. Every policy sees the same
- * stream and the same scheduler; only the placement differs.
+ * job that does not fit gets a reservation at the earliest completion time
+ * at which the policy can place it, and later jobs may start only if they
+ * end before it or leave it room (placed elsewhere if need be). Every policy
+ * sees the same stream and the same scheduler; only the placement differs.
+ *
+ * Requests are shaped as users submit them: a job of a whole node or more
+ * asks for k nodes of g GPUs (-N k --gpus-per-node=g), a smaller job for
+ * one node. Each training job's step time comes from the flow model
+ * (netsim.c): compute plus its communication under the sharing of the
+ * fabric with every job running at the time, recomputed whenever a job
+ * with traffic on the fabric starts or ends; a job's step time is the
+ * time-weighted mean over its run.
  */
 #include <errno.h>
 #include <math.h>
@@ -44,11 +52,23 @@ struct state {
 	int ndec, capdec, nratio, capratio, niratio, capiratio;
 	double busy_int, frag_int, window, last_occ_t;
 	long tp_groups, tp_inside, req_groups, req_inside;
-	double wait_sum;
+	double wait_sum, wait_gpu_sum, gpu_sum;
 	int started;
+	/* flow model: per job compute and step time, integrated over time */
+	struct sim_net *net;
+	double *compute, *step_cur, *step_int, *step_last;
+	char *onfab;
+	int net_dirty;
+	double *steps, *comms, *waits, *jcts;
+	int nsteps, capsteps, ncomms, capcomms, nwaits, capwaits, njcts,
+	    capjcts;
+	long split_groups;
+	int node_gpus;
 	struct isle_place_result res;
-	/* reservations: projected free masks and a scratch result */
-	uint64_t *proj, *saved;
+	/* reservations: projected free masks and a scratch result; resv has
+	 * the GPUs the reserved job gets at the shadow time, bf the free
+	 * GPUs outside them */
+	uint64_t *proj, *saved, *resv, *bf;
 	struct isle_place_result proj_res;
 };
 
@@ -118,6 +138,15 @@ static void make_req(const struct state *s, const struct sim_job *j,
 	r->tp = j->tp;
 	r->pp = j->pp;
 	r->workload = j->workload;
+	/* as users submit: whole nodes as -N k --gpus-per-node=g, smaller
+	 * jobs on one node */
+	if (j->gpus >= s->node_gpus && j->gpus % s->node_gpus == 0) {
+		r->nodes = j->gpus / s->node_gpus;
+		r->gpus_per_node = s->node_gpus;
+	} else if (j->gpus < s->node_gpus) {
+		r->nodes = 1;
+		r->gpus_per_node = j->gpus;
+	}
 	r->mode =
 	    j->tp <= s->max_island ? ISLE_PLACE_REQUIRED : ISLE_PLACE_PREFERRED;
 }
@@ -196,11 +225,92 @@ static int account(struct state *s, struct sim_job *j,
 					 ratio);
 		if (rc)
 			return rc;
-		if (s->o->cost_out && j->workload == ISLE_WORKLOAD_TRAIN)
-			fprintf(s->o->cost_out, "%.6f\n", ratio);
 	}
 	if (s->o->trace)
 		trace_job(s, j, r, ratio);
+	return 0;
+}
+
+/* Integrates the step time of the jobs on the fabric up to now and shares
+ * the fabric anew when a job with fabric traffic came or went. */
+static int net_update(struct state *s, double now)
+{
+	int i, rc;
+
+	if (!s->net_dirty)
+		return 0;
+	for (i = 0; i < s->nheap; i++) {
+		int ji = s->heap[i].job;
+
+		if (!s->onfab[ji])
+			continue;
+		s->step_int[ji] += s->step_cur[ji] * (now - s->step_last[ji]);
+		s->step_last[ji] = now;
+	}
+	rc = sim_net_solve(s->net);
+	if (rc)
+		return rc;
+	for (i = 0; i < s->nheap; i++) {
+		int ji = s->heap[i].job;
+
+		if (s->onfab[ji])
+			s->step_cur[ji] = s->compute[ji] +
+					  sim_net_comm_time(s->net, ji, NULL);
+	}
+	s->net_dirty = 0;
+	return 0;
+}
+
+/* A training job's traffic joins the flow model. */
+static int net_start(struct state *s, int ji, double now,
+		     const struct isle_place_result *r)
+{
+	const struct sim_job *j = &s->jobs[ji];
+	struct sim_traffic tr;
+	struct sim_xfer *x = NULL;
+	int nx = 0, rc;
+
+	s->step_last[ji] = now;
+	s->step_int[ji] = 0;
+	if (j->workload != ISLE_WORKLOAD_TRAIN)
+		return 0;
+	rc = sim_traffic_of(j->gpus, j->tp, j->pp, &tr);
+	if (!rc)
+		rc = sim_job_xfers(&tr, r->ranks, r->nranks, j->tp, j->pp, &x,
+				   &nx);
+	if (!rc)
+		rc = sim_net_job_add(s->net, ji, x, nx);
+	free(x);
+	if (rc < 0)
+		return rc;
+	s->compute[ji] = tr.compute_s;
+	s->onfab[ji] = rc > 0;
+	s->net_dirty |= rc > 0;
+	/* the job's own links only: its step time is fixed */
+	s->step_cur[ji] = tr.compute_s + sim_net_comm_time(s->net, ji, NULL);
+	return 0;
+}
+
+/* A job ends: its mean step time is recorded and its traffic leaves. */
+static int net_end(struct state *s, int ji, double end)
+{
+	const struct sim_job *j = &s->jobs[ji];
+
+	if (j->workload != ISLE_WORKLOAD_TRAIN)
+		return 0;
+	s->step_int[ji] += s->step_cur[ji] * (end - s->step_last[ji]);
+	if (j->gpus >= 2 &&
+	    (push_sample(&s->steps, &s->nsteps, &s->capsteps,
+			 s->step_int[ji] / j->duration) ||
+	     push_sample(&s->comms, &s->ncomms, &s->capcomms,
+			 s->step_int[ji] / j->duration - s->compute[ji])))
+		return -ENOMEM;
+	if (s->o->cost_out && j->gpus >= 2)
+		fprintf(s->o->cost_out, "%.6f\n",
+			s->step_int[ji] / j->duration);
+	sim_net_job_remove(s->net, ji);
+	s->net_dirty |= s->onfab[ji];
+	s->onfab[ji] = 0;
 	return 0;
 }
 
@@ -231,7 +341,16 @@ static int start_job(struct state *s, int ji, double now,
 	j->placed = 1;
 	s->started++;
 	s->wait_sum += now - j->submit;
-	return account(s, j, req, r);
+	s->wait_gpu_sum += (now - j->submit) * j->gpus;
+	s->gpu_sum += j->gpus;
+	if (push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
+	    push_sample(&s->jcts, &s->njcts, &s->capjcts,
+			now - j->submit + j->duration))
+		return -ENOMEM;
+	rc = account(s, j, req, r);
+	if (rc)
+		return rc;
+	return net_start(s, ji, now, r);
 }
 
 static int cmp_end(const void *a, const void *b)
@@ -242,23 +361,32 @@ static int cmp_end(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-#define SHADOW_TRIES 8
-
 /*
  * EASY backfill reservation for job j: the earliest completion time after
  * which the policy can place j on the GPUs free then (running jobs end in
- * order), tried at up to SHADOW_TRIES completion times once enough GPUs
- * are free by count; *extra gets the GPUs to spare at that time. Every
- * policy gets the same treatment; for the baselines, which place whatever
- * fits by count, it is the classic count-based reservation.
+ * order), tried at every completion time once enough GPUs are free by
+ * count, as Slurm's backfill tests the job against the ends of the running
+ * jobs; *extra gets the GPUs to spare at that time. A cap on the tries
+ * would leave a reservation at a time when the job still does not fit,
+ * and since no later job keeps such a reservation, the whole queue would
+ * wait behind it: that hit the policies that cannot place a job whenever
+ * the GPU count allows (isle in required mode, tree-sw, block-seg). Every
+ * policy gets the same treatment.
  */
+static void set_resv(struct state *s, const struct isle_place_result *r)
+{
+	memset(s->resv, 0, (size_t)s->t->nnodes * sizeof(uint64_t));
+	for (int k = 0; k < r->nnodes; k++)
+		s->resv[r->nodes[k]] = r->masks[k];
+}
+
 static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 {
 	struct running **order;
 	struct isle_place_req req;
 	long avail = s->free_total;
 	double t = INFINITY;
-	int i, tries = 0;
+	int i;
 
 	*extra = 0;
 	order = malloc(((size_t)s->nheap + 1) * sizeof(*order));
@@ -281,9 +409,11 @@ static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
 		*extra = avail - j->gpus;
 		if (i + 1 < s->nheap && order[i + 1]->end == r->end)
 			continue; /* release everything ending together */
-		if (++tries > SHADOW_TRIES ||
-		    sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0)
+		if (sim_policy_place(s->pol, s->proj, &req, &s->proj_res) ==
+		    0) {
+			set_resv(s, &s->proj_res);
 			break;
+		}
 	}
 	free(order);
 	return t;
@@ -306,10 +436,32 @@ static int keeps_reservation(struct state *s, const struct sim_job *head,
 	}
 	make_req(s, head, &req);
 	ok = sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0;
-	if (!ok)
+	if (ok)
+		set_resv(s, &s->proj_res);
+	else
 		for (k = 0; k < r->nnodes; k++)
 			s->proj[r->nodes[k]] = s->saved[k];
 	return ok;
+}
+
+/*
+ * A job that runs past the reservation and whose own choice would take
+ * GPUs the reserved job needs may still start elsewhere: placed by the
+ * same policy on the free GPUs outside the reservation, as Slurm's
+ * backfill keeps a later job off the reserved nodes. Its GPUs leave the
+ * projection. 1 if placed (in s->res).
+ */
+static int place_around(struct state *s, const struct isle_place_req *req)
+{
+	int i;
+
+	for (i = 0; i < s->t->nnodes; i++)
+		s->bf[i] = s->free[i] & ~s->resv[i];
+	if (sim_policy_place(s->pol, s->bf, req, &s->res))
+		return 0;
+	for (i = 0; i < s->res.nnodes; i++)
+		s->proj[s->res.nodes[i]] &= ~s->res.masks[i];
+	return 1;
 }
 
 static int schedule(struct state *s, double now)
@@ -361,7 +513,8 @@ static int schedule(struct state *s, double now)
 		}
 		if (rc)
 			return rc;
-		if (past && !keeps_reservation(s, head, &s->res))
+		if (past && !keeps_reservation(s, head, &s->res) &&
+		    (shadow == INFINITY || !place_around(s, &req)))
 			goto wait;
 		rc = start_job(s, ji, now, &req);
 		if (rc)
@@ -451,9 +604,19 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.free = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.proj = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.saved = malloc((size_t)t->nnodes * sizeof(uint64_t));
+	s.resv = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
+	s.bf = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
-	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue)
+	s.net = sim_net_create(t);
+	s.compute = calloc((size_t)n + 1, sizeof(double));
+	s.step_cur = calloc((size_t)n + 1, sizeof(double));
+	s.step_int = calloc((size_t)n + 1, sizeof(double));
+	s.step_last = calloc((size_t)n + 1, sizeof(double));
+	s.onfab = calloc((size_t)n + 1, 1);
+	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue ||
+	    !s.resv || !s.bf || !s.net || !s.compute || !s.step_cur ||
+	    !s.step_int || !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
 	if (!s.pol)
@@ -463,6 +626,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 
 		s.free[i] = g >= 64 ? ~0ULL : (1ULL << g) - 1;
 		s.total += g;
+		if (g > s.node_gpus)
+			s.node_gpus = g;
 	}
 	for (i = 0; i < t->nislands; i++)
 		if (t->islands[i].ngpus > s.max_island)
@@ -500,6 +665,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			s.free_total += s.jobs[r.job].gpus;
 			free(r.nodes);
 			free(r.masks);
+			rc = net_end(&s, r.job, r.end);
+			if (rc)
+				goto out;
 		}
 		while (ai < n && jobs[ai].submit <= now) {
 			if (jobs[ai].placed == 0)
@@ -507,6 +675,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			ai++;
 		}
 		rc = schedule(&s, now);
+		if (!rc)
+			rc = net_update(&s, now);
 		if (rc)
 			goto out;
 	}
@@ -523,6 +693,13 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    s.window > 0 ? s.busy_int / (s.window * (double)s.total) : 0;
 	m->fragmentation_mean = s.window > 0 ? s.frag_int / s.window : 0;
 	m->wait_mean_s = s.started ? s.wait_sum / s.started : 0;
+	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
+	m->wait_gpu_mean_s = s.gpu_sum > 0 ? s.wait_gpu_sum / s.gpu_sum : 0;
+	m->jct_mean_s = mean(s.jcts, s.njcts);
+	m->step_time_mean = mean(s.steps, s.nsteps);
+	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
+	m->comm_time_mean = mean(s.comms, s.ncomms);
+	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
 	m->decision_us_p50 = pct(s.dec_us, s.ndec, 0.50);
 	m->decision_us_p99 = pct(s.dec_us, s.ndec, 0.99);
 out:
@@ -539,10 +716,22 @@ out:
 	free(s.free);
 	free(s.proj);
 	free(s.saved);
+	free(s.resv);
+	free(s.bf);
 	free(s.heap);
 	free(s.queue);
 	free(s.dec_us);
 	free(s.ratio);
 	free(s.iratio);
+	sim_net_destroy(s.net);
+	free(s.compute);
+	free(s.step_cur);
+	free(s.step_int);
+	free(s.step_last);
+	free(s.onfab);
+	free(s.steps);
+	free(s.comms);
+	free(s.waits);
+	free(s.jcts);
 	return rc;
 }

@@ -17,6 +17,12 @@
 #                            made from the state Slurm was in (the jobs before
 #                            it hold the nodes Slurm gave them); OUT gets
 #                            "LABEL node,..." lines
+# xc_gen SEED N              a random sequence of N jobs on the 16 x 4
+#                            cross-check cluster: single-node jobs of 1-4
+#                            GPUs and 2-6 node jobs of 4 GPUs per node, as
+#                            users submit them; a running job ends now and
+#                            then ('end LABEL' lines), so the cluster does
+#                            not fill up; every decision asserted (=)
 # xc_compare SEQ POLICY SLURM_OUT SIM_OUT   prints the table rows and sets
 #                            XC_SAME XC_JOBS (policy decisions; XC_WAITS of
 #                            the same ones: both leave the job waiting), XC_FAIL
@@ -29,7 +35,8 @@ XC_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${XC_ISLESIM:=$XC_REPO/build/bin/islesim}"
 : "${XC_WAIT:=30}"
 
-# Job lines of a sequence file: "LABEL NODES GPN PIN TREE BLOCK".
+# Job lines of a sequence file: "LABEL NODES GPN PIN TREE BLOCK", or
+# "end LABEL": job LABEL ends (scancel) before the next job.
 xc__jobs() {
 	grep -v '^[[:space:]]*\(#\|$\)' "$1"
 }
@@ -82,6 +89,15 @@ xc_slurm_run() { # seq out
 	local label nodes gpn pin rest j got t0
 	: >"$2"
 	while read -r label nodes gpn pin rest; do
+		if [ "$label" = end ]; then
+			scancel -n "$nodes" || return 1
+			t0=$((SECONDS + XC_WAIT))
+			while [ -n "$(squeue -h -n "$nodes" -o %i 2>/dev/null)" ]; do
+				[ $SECONDS -lt $t0 ] || return 1
+				sleep 0.2
+			done
+			continue
+		fi
 		if [ "$pin" != - ]; then
 			j=$(sbatch --parsable -J "$label" -N "$nodes" -w "$pin" \
 				--gpus-per-node="$gpn" -o /dev/null --wrap "sleep 900") || return 1
@@ -103,6 +119,10 @@ xc_replay() { # seq slurm_out policy cluster.json out
 	local seq=$1 so=$2 pol=$3 cl=$4 out=$5 label nodes gpn pin rest actual rf
 	rf=$(mktemp "${TMPDIR:-/tmp}/isle-xc-replay.XXXXXX") || return 1
 	while read -r label nodes gpn pin rest; do
+		if [ "$label" = end ]; then
+			echo "end $nodes"
+			continue
+		fi
 		actual=$(awk -v l="$label" '$1 == l { print $2 }' "$so")
 		[ -n "$actual" ] || actual=-
 		echo "$label $nodes $gpn $pin $actual"
@@ -118,6 +138,7 @@ xc_compare() { # seq policy slurm_out sim_out
 	local seq=$1 pol=$2 so=$3 sim=$4 label nodes gpn pin t b want s i verdict
 	XC_SAME=0 XC_JOBS=0 XC_FAIL=0 XC_KNOWN=0 XC_NOWSAME=0 XC_WAITS=0
 	while read -r label nodes gpn pin t b; do
+		[ "$label" = end ] && continue
 		want=$t
 		[ "$pol" = block ] && want=$b
 		s=$(awk -v l="$label" '$1 == l { print $2 }' "$so")
@@ -148,4 +169,33 @@ xc_compare() { # seq policy slurm_out sim_out
 		printf '| %-6s | %-5s | %-5s | %-22s | %-22s | %s |\n' "$pol" "$label" \
 			"${nodes}x$gpn" "${s:-?}" "${i:-?}" "$verdict"
 	done < <(xc__jobs "$seq")
+}
+
+xc_gen() { # seed n
+	local i=0 r nodes gpn k live=() keep
+	RANDOM=$1
+	echo "# generated: xc_gen $1 $2"
+	while [ $i -lt "$2" ]; do
+		# about one job in three ends a running one, oldest first
+		if [ ${#live[@]} -gt 3 ] && [ $((RANDOM % 3)) -eq 0 ]; then
+			k=$((RANDOM % 2))
+			echo "end ${live[$k]}"
+			keep=()
+			for r in "${!live[@]}"; do
+				[ "$r" -eq "$k" ] || keep+=("${live[$r]}")
+			done
+			live=("${keep[@]}")
+		fi
+		r=$((RANDOM % 10))
+		if [ $r -lt 5 ]; then
+			nodes=1 gpn=$((1 + RANDOM % 3)) # part of a node
+		elif [ $r -lt 7 ]; then
+			nodes=1 gpn=4
+		else
+			nodes=$((2 + RANDOM % 5)) gpn=4
+		fi
+		i=$((i + 1))
+		echo "s$1-$i $nodes $gpn - = ="
+		live+=("s$1-$i")
+	done
 }

@@ -11,7 +11,11 @@
 # sequence with the same policy, every decision taken from the state Slurm
 # was in, and the node sets are compared job by job. Jobs marked "=" in
 # jobs.txt must agree; known differences (~REASON) are printed, not
-# asserted. See docs/baseline-crosscheck.md.
+# asserted. Then two random sequences (xc_gen, seeds XC_SEEDS, XC_GEN_JOBS
+# jobs each) of single-node jobs of 1-4 GPUs (part of a node) and
+# multi-node jobs, as users submit them, with jobs ending in between: every
+# decision asserted, at least 50 per policy in all. See
+# docs/baseline-crosscheck.md.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,9 +32,13 @@ for b in islectl islesim; do
 done
 
 cluster=$repo/tests/crosscheck/cluster.json
-seq=${XC_JOBS_FILE:-$repo/tests/crosscheck/jobs.txt}
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t35.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+seqs=("${XC_JOBS_FILE:-$repo/tests/crosscheck/jobs.txt}")
+for seed in ${XC_SEEDS:-1 2}; do
+	xc_gen "$seed" "${XC_GEN_JOBS:-40}" >"$work/gen-$seed.txt"
+	seqs+=("$work/gen-$seed.txt")
+done
 
 fail() {
 	echo "FAIL: $*"
@@ -45,23 +53,35 @@ table=$work/table
 summary=()
 bad=0
 for pol in ${XC_POLICIES:-tree block}; do
-	isle_cluster_start --nodes "$nodes" --gpus 4 --topology "$pol" \
-		--topo-conf "$work/topology-$pol.conf" --gres-conf "$work/gres.conf" \
-		--slurm-extra "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0" ||
-		fail "$pol cluster did not start"
-	grep -q "topology/$pol" "$SLURM_CONF" || fail "slurm.conf lacks topology/$pol"
-	xc_slurm_run "$seq" "$work/slurm-$pol" || fail "job sequence on topology/$pol"
-	isle_cluster_stop
-	xc_replay "$seq" "$work/slurm-$pol" "$pol" "$cluster" "$work/sim-$pol" ||
-		fail "islesim --replay ($pol)"
-	xc_compare "$seq" "$pol" "$work/slurm-$pol" "$work/sim-$pol" >>"$table"
-	summary+=("$pol: $XC_SAME/$XC_JOBS decisions identical ($((XC_SAME - XC_WAITS)) placements, $XC_WAITS both wait); $XC_KNOWN known differences, $XC_FAIL unexpected")
-	# The asserted jobs must include real placements, not only waits.
-	[ $((XC_SAME - XC_WAITS)) -gt 0 ] || fail "$pol: no placement agreed"
-	[ "$XC_NOWSAME" -gt 0 ] && summary+=("$pol: $XC_NOWSAME known differences now agree: update tests/crosscheck/jobs.txt")
-	bad=$((bad + XC_FAIL))
-	# A sequence that placed nothing would compare nothing.
-	[ "$XC_JOBS" -gt 0 ] || fail "$pol: no policy decision compared"
+	decisions=0 partial=0
+	for seq in "${seqs[@]}"; do
+		tag=$pol-$(basename "$seq" .txt)
+		isle_cluster_start --nodes "$nodes" --gpus 4 --topology "$pol" \
+			--topo-conf "$work/topology-$pol.conf" --gres-conf "$work/gres.conf" \
+			--slurm-extra "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0" ||
+			fail "$pol cluster did not start"
+		grep -q "topology/$pol" "$SLURM_CONF" || fail "slurm.conf lacks topology/$pol"
+		xc_slurm_run "$seq" "$work/slurm-$tag" || fail "job sequence on topology/$pol"
+		isle_cluster_stop
+		xc_replay "$seq" "$work/slurm-$tag" "$pol" "$cluster" "$work/sim-$tag" ||
+			fail "islesim --replay ($pol)"
+		xc_compare "$seq" "$pol" "$work/slurm-$tag" "$work/sim-$tag" >>"$table"
+		summary+=("$pol $(basename "$seq"): $XC_SAME/$XC_JOBS decisions identical ($((XC_SAME - XC_WAITS)) placements, $XC_WAITS both wait); $XC_KNOWN known differences, $XC_FAIL unexpected")
+		# The asserted jobs must include real placements, not only waits.
+		[ $((XC_SAME - XC_WAITS)) -gt 0 ] || fail "$pol: no placement agreed"
+		[ "$XC_NOWSAME" -gt 0 ] && summary+=("$pol: $XC_NOWSAME known differences now agree: update tests/crosscheck/jobs.txt")
+		bad=$((bad + XC_FAIL))
+		# A sequence that placed nothing would compare nothing.
+		[ "$XC_JOBS" -gt 0 ] || fail "$pol: no policy decision compared"
+		decisions=$((decisions + XC_JOBS))
+		# single-node jobs on part of a node that Slurm placed
+		partial=$((partial + $(awk 'NR == FNR { if ($1 != "end" && $4 == "-" &&
+			$2 == 1 && $3 < 4) p[$1] = 1; next } ($1 in p) && $2 != "-"' \
+			<(xc__jobs "$seq") "$work/slurm-$tag" | wc -l)))
+	done
+	summary+=("$pol: $decisions decisions compared, $partial placed single-node jobs on part of a node")
+	[ "$decisions" -ge 50 ] || fail "$pol: only $decisions decisions compared (< 50)"
+	[ "$partial" -gt 0 ] || fail "$pol: no partial-node job placed"
 done
 
 printf '| %-6s | %-5s | %-5s | %-22s | %-22s | %s |\n' policy job req \

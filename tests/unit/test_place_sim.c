@@ -5,6 +5,7 @@
  * simulation run places every job under every policy with sane metrics.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,12 +280,394 @@ static void test_baselines(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Shaped requests and the careful-user variants on the cross-check
+ * cluster (leafs n[01-04], n[05-08], ...; 2-node NVLink domains). */
+static void test_shaped(void **state)
+{
+	struct sim_policy_ctx *tree, *treesw, *blockseg;
+	struct isle_place_result res;
+	struct isle_place_req req;
+	uint64_t fm[16];
+	isle_topo *t = NULL;
+	char err[256];
+	int i;
+
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	tree = sim_policy_create(SIM_TREE, t, NULL, 1);
+	treesw = sim_policy_create(SIM_TREE_SW, t, NULL, 1);
+	blockseg = sim_policy_create(SIM_BLOCK_SEG, t, NULL, 1);
+	assert_non_null(tree);
+	assert_non_null(treesw);
+	assert_non_null(blockseg);
+	isle_place_result_init(&res);
+	for (i = 0; i < 16; i++)
+		fm[i] = 0xf;
+	/* -N 1 --gpus-per-node=2: n01 has one GPU free, n02 three: two of
+	 * n02's, the lowest */
+	fm[0] = 0x8;
+	fm[1] = 0xe;
+	isle_place_req_init(&req);
+	req.gpus = 2;
+	req.nodes = 1;
+	req.gpus_per_node = 2;
+	assert_int_equal(sim_policy_place(tree, fm, &req, &res), 0);
+	assert_int_equal(res.nnodes, 1);
+	assert_string_equal(t->nodes[res.nodes[0]].name, "n02");
+	assert_true(res.masks[0] == 0x6);
+	/* 4 nodes: every leaf has a busy node; tree spans two leafs,
+	 * tree-sw (--switches=1) waits for a whole leaf */
+	for (i = 0; i < 16; i++)
+		fm[i] = i % 4 == 0 ? 0 : 0xf;
+	req.gpus = 16;
+	req.nodes = 4;
+	req.gpus_per_node = 4;
+	assert_int_equal(sim_policy_place(tree, fm, &req, &res), 0);
+	assert_int_equal(res.nnodes, 4);
+	assert_int_equal(sim_policy_place(treesw, fm, &req, &res), -ENOSPC);
+	fm[4] = 0xf;
+	assert_int_equal(sim_policy_place(treesw, fm, &req, &res), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(t->nodes[res.nodes[i]].group[ISLE_TIER_LEAF],
+				 t->nodes[4].group[ISLE_TIER_LEAF]);
+	/* block-seg, 2 nodes (segment 2 = one NVLink domain): the free
+	 * nodes n03 and n05 sit in different domains, so it waits; a
+	 * whole free domain is taken */
+	for (i = 0; i < 16; i++)
+		fm[i] = 0;
+	fm[2] = fm[4] = 0xf;
+	req.gpus = 8;
+	req.nodes = 2;
+	assert_int_equal(sim_policy_place(blockseg, fm, &req, &res), -ENOSPC);
+	fm[5] = 0xf;
+	assert_int_equal(sim_policy_place(blockseg, fm, &req, &res), 0);
+	assert_string_equal(t->nodes[res.nodes[0]].name, "n05");
+	assert_string_equal(t->nodes[res.nodes[1]].name, "n06");
+	isle_place_result_fini(&res);
+	sim_policy_destroy(tree);
+	sim_policy_destroy(treesw);
+	sim_policy_destroy(blockseg);
+	isle_topo_destroy(t);
+}
+
+/* EASY reservation: the head job (16 GPUs under one leaf, tree-sw) fits
+ * by GPU count after 4 completions but only once a whole leaf is free,
+ * at the 13th; the reservation is made then, on that leaf, and a long
+ * 1-GPU job starts as soon as a GPU outside it is free. */
+static void test_reservation(void **state)
+{
+	char path[] = "/tmp/isle-test-resv-XXXXXX";
+	struct sim_opts o = {
+	    .policy = SIM_TREE_SW, .seed = 1, .queue_depth = 64};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256], text[2048] = "submit,duration,gpus,tp,pp\n";
+	int i, n = 0;
+
+	/* job i holds node i (leaf (i-1)/4, position (i-1)%4); a leaf's
+	 * nodes end 400 s apart, the leafs interleaved */
+	for (i = 1; i <= 16; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "0,%d,4,1,1\n",
+			 100 * (((i - 1) % 4) * 4 + (i - 1) / 4 + 1));
+		strcat(text, line);
+	}
+	strcat(text, "1,5000,16,4,1\n2,100000,1,1,1\n");
+	i = mkstemp(path);
+	assert_true(i >= 0);
+	close(i);
+	write_file(path, text);
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 18);
+	assert_true(jobs[16].start == 1300); /* leaf 1 free */
+	assert_true(jobs[17].start == 200);  /* n05, outside the reservation */
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
+/* --- flow model ---------------------------------------------------------- */
+
+static void test_maxmin_share(void **state)
+{
+	/* two flows on one link of 10 get 5 each */
+	double cap[1] = {10}, rate[2];
+	int off[3] = {0, 1, 2};
+	struct sim_use use[2] = {{0, 1.0}, {0, 1.0}};
+
+	assert_int_equal(sim_maxmin(1, cap, 2, off, use, rate), 0);
+	assert_true(fabs(rate[0] - 5) < 1e-9 && fabs(rate[1] - 5) < 1e-9);
+}
+
+static void test_maxmin_bottleneck(void **state)
+{
+	/* A crosses link 0 (10) and link 1 (2); B only link 0; C only link 1.
+	 * Link 1 holds A and C at 1 each; B takes the 9 left on link 0. */
+	double cap[2] = {10, 2}, rate[3];
+	int off[4] = {0, 2, 3, 4};
+	struct sim_use use[4] = {{0, 1.0}, {1, 1.0}, {0, 1.0}, {1, 1.0}};
+
+	assert_int_equal(sim_maxmin(2, cap, 3, off, use, rate), 0);
+	assert_true(fabs(rate[0] - 1) < 1e-9);
+	assert_true(fabs(rate[1] - 9) < 1e-9);
+	assert_true(fabs(rate[2] - 1) < 1e-9);
+	/* a flow spread over two links at half weight each is held by the
+	 * fuller one: links 4 and 1, halves -> rate 2 */
+	{
+		double c2[2] = {4, 1}, r2[1];
+		int o2[2] = {0, 2};
+		struct sim_use u2[2] = {{0, 0.5}, {1, 0.5}};
+
+		assert_int_equal(sim_maxmin(2, c2, 1, o2, u2, r2), 0);
+		assert_true(fabs(r2[0] - 2) < 1e-9);
+	}
+	/* bad link index */
+	use[0].link = 5;
+	assert_int_equal(sim_maxmin(2, cap, 3, off, use, rate), -EINVAL);
+}
+
+/* nodes of 2 GPUs, one 400 Gb/s NIC each */
+static int net_node(isle_topo *t, const char *name, int sw)
+{
+	int n = isle_topo_add_node(t, name, 2);
+
+	assert_true(n >= 0);
+	assert_true(isle_topo_add_nic(t, n, "mlx5_0", 0, 0, 400.0, -1) >= 0);
+	assert_int_equal(isle_topo_attach_node(t, sw, n, 0), 0);
+	return n;
+}
+
+/* Switch links of a route as "lo>hi:w" (up) or "hi>lo:w" (down), sorted
+ * by link index. */
+static void route_str(struct sim_net *net, const isle_topo *t, int a, int b,
+		      char *out, size_t len)
+{
+	struct sim_use use[32];
+	int n = sim_net_route(net, a, 0, b, 0, use, 32), i;
+
+	assert_true(n >= 2);
+	out[0] = '\0';
+	for (i = 2; i < n; i++) {
+		int lo, hi, down;
+		double cap;
+		char buf[96];
+
+		down = sim_net_link_info(net, use[i].link, &lo, &hi, &cap);
+		assert_true(down >= 0 && lo >= 0);
+		snprintf(buf, sizeof(buf), "%s%s>%s:%.2f", i > 2 ? " " : "",
+			 t->switches[down ? hi : lo].name,
+			 t->switches[down ? lo : hi].name, use[i].w);
+		strncat(out, buf, len - strlen(out) - 1);
+	}
+}
+
+static void test_net_route(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	char err[256], got[512];
+	struct sim_net *net;
+	int core, s0, s1, s2, l0, l1, l2, n0, n1, n2, n3;
+
+	/* pod 0: leafs l0, l1 under spines s0 and s1; pod 1: leaf l2 under
+	 * s2; all spines under one core */
+	core = isle_topo_add_switch(t, "core", 0, ISLE_SW_CORE);
+	s0 = isle_topo_add_switch(t, "s0", 0, ISLE_SW_SPINE);
+	s1 = isle_topo_add_switch(t, "s1", 0, ISLE_SW_SPINE);
+	s2 = isle_topo_add_switch(t, "s2", 0, ISLE_SW_SPINE);
+	l0 = isle_topo_add_switch(t, "l0", 0, ISLE_SW_LEAF);
+	l1 = isle_topo_add_switch(t, "l1", 0, ISLE_SW_LEAF);
+	l2 = isle_topo_add_switch(t, "l2", 0, ISLE_SW_LEAF);
+	assert_int_equal(isle_topo_link_switches(t, core, s0), 0);
+	assert_int_equal(isle_topo_link_switches(t, core, s1), 0);
+	assert_int_equal(isle_topo_link_switches(t, core, s2), 0);
+	assert_int_equal(isle_topo_link_switches(t, s0, l0), 0);
+	assert_int_equal(isle_topo_link_switches(t, s1, l0), 0);
+	assert_int_equal(isle_topo_link_switches(t, s0, l1), 0);
+	assert_int_equal(isle_topo_link_switches(t, s1, l1), 0);
+	assert_int_equal(isle_topo_link_switches(t, s2, l2), 0);
+	n0 = net_node(t, "n0", l0);
+	n1 = net_node(t, "n1", l0);
+	n2 = net_node(t, "n2", l1);
+	n3 = net_node(t, "n3", l2);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
+	net = sim_net_create(t);
+	assert_non_null(net);
+	/* same leaf: the two NIC links only */
+	route_str(net, t, n0, n1, got, sizeof(got));
+	assert_string_equal(got, "");
+	/* leafs of one pod: up to both spines (equal uplinks split), never
+	 * to the core */
+	route_str(net, t, n0, n2, got, sizeof(got));
+	assert_non_null(strstr(got, "l0>s0:0.50"));
+	assert_non_null(strstr(got, "l0>s1:0.50"));
+	assert_non_null(strstr(got, "s0>l1:0.50"));
+	assert_non_null(strstr(got, "s1>l1:0.50"));
+	assert_null(strstr(got, "core"));
+	/* across pods: through the core, both spines of pod 0 on the way */
+	route_str(net, t, n0, n3, got, sizeof(got));
+	assert_non_null(strstr(got, "s0>core:0.50"));
+	assert_non_null(strstr(got, "s1>core:0.50"));
+	assert_non_null(strstr(got, "core>s2:1.00"));
+	assert_non_null(strstr(got, "s2>l2:1.00"));
+	sim_net_destroy(net);
+	isle_topo_destroy(t);
+}
+
+static void test_net_sharing(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	struct sim_xfer a = {0, 0, 2, 0, SIM_PH_DP, 50e9};
+	struct sim_xfer b = {1, 0, 3, 0, SIM_PH_DP, 50e9};
+	struct sim_xfer c = {1, 1, 0, 1, SIM_PH_TP, 50e9};
+	char err[256];
+	struct sim_net *net;
+	double alone, shared, ph[SIM_NPHASES];
+	int sp, l0, l1, lo, hi, link;
+	double cap;
+	struct sim_use use[8];
+
+	/* two leafs of two nodes under one spine, 2:1 oversubscribed: the
+	 * leaf uplink carries 50 GB/s, a NIC 50 GB/s */
+	t->tier[ISLE_TIER_SPINE].oversub = 2.0;
+	sp = isle_topo_add_switch(t, "sp", 0, ISLE_SW_SPINE);
+	l0 = isle_topo_add_switch(t, "l0", 0, ISLE_SW_LEAF);
+	l1 = isle_topo_add_switch(t, "l1", 0, ISLE_SW_LEAF);
+	assert_int_equal(isle_topo_link_switches(t, sp, l0), 0);
+	assert_int_equal(isle_topo_link_switches(t, sp, l1), 0);
+	net_node(t, "n0", l0);
+	net_node(t, "n1", l0);
+	net_node(t, "n2", l1);
+	net_node(t, "n3", l1);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
+	net = sim_net_create(t);
+	assert_non_null(net);
+	assert_int_equal(sim_net_route(net, 0, 0, 2, 0, use, 8), 4);
+	link = use[2].link;
+	assert_int_equal(sim_net_link_info(net, link, &lo, &hi, &cap), 0);
+	assert_true(fabs(cap - 50.0) < 1e-9);
+	/* job 0 alone: 50 GB over a 50 GB/s path, 1 s */
+	assert_int_equal(sim_net_job_add(net, 0, &a, 1), 1);
+	assert_int_equal(sim_net_solve(net), 0);
+	alone = sim_net_comm_time(net, 0, NULL);
+	assert_true(fabs(alone - 1.0) < 1e-6);
+	/* job 1 crosses the same uplink: both take twice as long */
+	assert_int_equal(sim_net_job_add(net, 1, &b, 1), 1);
+	assert_int_equal(sim_net_job_add(net, 1, &b, 1), -EEXIST);
+	assert_int_equal(sim_net_solve(net), 0);
+	shared = sim_net_comm_time(net, 0, ph);
+	assert_true(fabs(shared - 2.0) < 1e-6);
+	assert_true(fabs(ph[SIM_PH_DP] - 2.0) < 1e-6 && ph[SIM_PH_TP] == 0);
+	/* it leaves: job 0 is alone again */
+	sim_net_job_remove(net, 1);
+	assert_int_equal(sim_net_solve(net), 0);
+	assert_true(fabs(sim_net_comm_time(net, 0, NULL) - 1.0) < 1e-6);
+	/* traffic inside a leaf does not touch the uplink, and links are
+	 * full duplex: job 2 from n1 into n0 leaves job 0's time alone */
+	assert_int_equal(sim_net_job_add(net, 2, &c, 1), 1);
+	assert_int_equal(sim_net_solve(net), 0);
+	assert_true(fabs(sim_net_comm_time(net, 0, NULL) - 1.0) < 1e-6);
+	assert_true(fabs(sim_net_comm_time(net, 2, NULL) - 1.0) < 1e-6);
+	sim_net_destroy(net);
+	isle_topo_destroy(t);
+}
+
+static void test_traffic_scaling(void **state)
+{
+	struct sim_traffic a, b, c, small, big;
+
+	/* one class (34B): 64 and 128 GPUs */
+	assert_int_equal(sim_traffic_of(64, 2, 1, &a), 0);
+	assert_int_equal(sim_traffic_of(64, 4, 1, &b), 0);
+	assert_int_equal(sim_traffic_of(128, 4, 1, &c), 0);
+	assert_ptr_equal(a.model, b.model);
+	assert_ptr_equal(b.model, c.model);
+	/* parameters per GPU: gradients and compute halve when TP doubles */
+	assert_true(fabs(a.dp_bytes - 2 * b.dp_bytes) < 1);
+	assert_true(fabs(a.compute_s - 2 * b.compute_s) < 1e-9);
+	/* activations per TP layer do not depend on DP */
+	assert_true(b.tp_msg == c.tp_msg && b.tp_calls == c.tp_calls);
+	assert_true(b.dp_bytes == c.dp_bytes);
+	/* pipeline: layers per stage halve, the boundary message is split
+	 * over the TP ranks */
+	assert_int_equal(sim_traffic_of(128, 4, 2, &c), 0);
+	assert_true(fabs(c.tp_calls - b.tp_calls) <
+		    1e-9); /* 2x mb, /2 layers */
+	assert_true(c.pp_msg == c.tp_msg / 4 && c.pp_calls > 0);
+	assert_true(b.pp_calls == 0);
+	/* a 2-GPU job trains a far smaller model than a 512-GPU one */
+	assert_int_equal(sim_traffic_of(2, 2, 1, &small), 0);
+	assert_int_equal(sim_traffic_of(512, 8, 4, &big), 0);
+	assert_true(small.model->params * 10 < big.model->params);
+	assert_true(small.tp_msg * small.tp_calls * 10 <
+		    big.tp_msg * big.tp_calls);
+	assert_true(small.dp_bytes == 0); /* one replica */
+	assert_int_equal(sim_traffic_of(6, 4, 1, &a), -EINVAL);
+}
+
+static void test_job_rings(void **state)
+{
+	/* tp 2, dp 2 on two nodes: TP groups inside a node, each DP ring
+	 * crosses between the nodes both ways on one channel */
+	struct isle_place_rank r[4] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+	struct sim_traffic tr;
+	struct sim_xfer *x;
+	int n, i, tp = 0, dp = 0, cross = 0;
+
+	assert_int_equal(sim_traffic_of(4, 2, 1, &tr), 0);
+	assert_int_equal(sim_job_xfers(&tr, r, 4, 2, 1, &x, &n), 0);
+	for (i = 0; i < n; i++) {
+		tp += x[i].phase == SIM_PH_TP;
+		dp += x[i].phase == SIM_PH_DP;
+		cross += x[i].node_a != x[i].node_b;
+		if (x[i].phase == SIM_PH_TP)
+			assert_int_equal(x[i].node_a, x[i].node_b);
+		else
+			assert_int_equal(x[i].gpu_a, x[i].gpu_b);
+	}
+	assert_int_equal(tp, 4);
+	assert_int_equal(dp, 4);
+	assert_int_equal(cross, 4);
+	free(x);
+	/* one DP ring of 4 GPUs, 2 per node: the node's GPUs in a chain and
+	 * two channels between the nodes, each with half the bytes */
+	assert_int_equal(sim_traffic_of(4, 1, 1, &tr), 0);
+	assert_int_equal(sim_job_xfers(&tr, r, 4, 1, 1, &x, &n), 0);
+	cross = 0;
+	for (i = 0; i < n; i++)
+		if (x[i].node_a != x[i].node_b) {
+			cross++;
+			assert_true(fabs(x[i].bytes - tr.dp_bytes * 1.5 / 2) <
+				    1);
+		}
+	assert_int_equal(cross, 4);
+	assert_int_equal(n, 6);
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_generator), cmocka_unit_test(test_csv),
-	    cmocka_unit_test(test_clusters),  cmocka_unit_test(test_run),
+	    cmocka_unit_test(test_generator),
+	    cmocka_unit_test(test_csv),
+	    cmocka_unit_test(test_clusters),
+	    cmocka_unit_test(test_run),
 	    cmocka_unit_test(test_baselines),
+	    cmocka_unit_test(test_shaped),
+	    cmocka_unit_test(test_reservation),
+	    cmocka_unit_test(test_maxmin_share),
+	    cmocka_unit_test(test_maxmin_bottleneck),
+	    cmocka_unit_test(test_net_route),
+	    cmocka_unit_test(test_net_sharing),
+	    cmocka_unit_test(test_traffic_scaling),
+	    cmocka_unit_test(test_job_rings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
