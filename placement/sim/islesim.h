@@ -176,6 +176,16 @@ struct sim_policy_ctx *sim_policy_create(enum sim_policy p, const isle_topo *t,
 					 isle_place_ctx *eng, uint64_t seed);
 void sim_policy_destroy(struct sim_policy_ctx *pc);
 
+/* The Slurm release the baselines follow, as major*100+minor (2411,
+ * 2605; 0: 24.11). From 26.05 cons_tres takes a job of at most one node
+ * before the topology plugin's eval_nodes (_get_one_res): the first node
+ * in node order (equal weights) that fits, under tree and block alike. */
+void sim_policy_set_release(struct sim_policy_ctx *pc, int release);
+
+/* "24.11" or "26.05" (a longer version such as 26.05.3 too) -> 2411,
+ * 2605; -EINVAL otherwise. */
+int sim_release_parse(const char *s);
+
 /* Places req on free[]; fills res (nodes, masks, ranks) like isle_place.
  * Returns 0, -ENOSPC or another negative errno. */
 int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
@@ -207,6 +217,7 @@ struct sim_metrics {
 struct sim_opts {
 	enum sim_policy policy;
 	uint64_t seed;
+	int slurm_release; /* see sim_policy_set_release */
 	int queue_depth; /* queued jobs tried per scheduling pass */
 	FILE *trace;	 /* per-job placements, or NULL */
 	FILE *cost_out;	 /* per-job step times (2+ GPU training), or NULL */

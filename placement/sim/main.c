@@ -22,6 +22,7 @@ struct cfg {
 	int jobs, queue_depth, decisions, trace;
 	double load;
 	uint64_t seed;
+	int slurm_release;
 };
 
 static void usage(FILE *f)
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 	    " seren)\n"
 	    "  --load L         offered load, 0..1 (default 0.9)\n"
 	    "  --seed S         generator seed (default 1)\n"
+	    "  --slurm-release R  the Slurm release tree and block follow:"
+	    " 24.11 (default) | 26.05\n"
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
 	    "[,train|infer]\n"
 	    "  --trace          print every job's placement and rank order\n"
@@ -140,6 +143,7 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 	for (p = 0; p < SIM_NPOLICIES; p++) {
 		struct sim_opts o = {.policy = (enum sim_policy)p,
 				     .seed = c->seed,
+				     .slurm_release = c->slurm_release,
 				     .queue_depth = c->queue_depth};
 		struct sim_metrics m;
 
@@ -509,6 +513,8 @@ static int replay_policy(const struct cfg *c, const isle_topo *t,
 
 	isle_place_result_init(&res);
 	pc = sim_policy_create((enum sim_policy)p, t, eng, c->seed);
+	if (pc)
+		sim_policy_set_release(pc, c->slurm_release);
 	if (!fm || !pc) {
 		rc = -ENOMEM;
 		goto out;
@@ -671,6 +677,7 @@ int main(int argc, char **argv)
 	    {"scale", required_argument, NULL, 'S'},
 	    {"decisions", required_argument, NULL, 'D'},
 	    {"replay", required_argument, NULL, 'r'},
+	    {"slurm-release", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -742,6 +749,15 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			c.replay = optarg;
+			break;
+		case 'R':
+			if ((c.slurm_release = sim_release_parse(optarg)) < 0) {
+				fprintf(stderr,
+					"islesim: --slurm-release: expected "
+					"24.11 or 26.05, not '%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);

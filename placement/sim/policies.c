@@ -27,6 +27,7 @@
  * distribution does.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,7 @@ struct sim_policy_ctx {
 	int *order;	 /* scratch: node order */
 	long *score;	 /* scratch: free GPUs per group */
 	int gpn;	 /* GPUs per node of the current request, 0: any */
+	int release;	 /* see sim_policy_set_release */
 };
 
 static int groups_build(const isle_topo *t, const int *key, int ngroups,
@@ -571,6 +573,36 @@ static int segment_of(const struct sim_policy_ctx *pc,
 	return s;
 }
 
+void sim_policy_set_release(struct sim_policy_ctx *pc, int release)
+{
+	pc->release = release;
+}
+
+int sim_release_parse(const char *s)
+{
+	unsigned maj, min;
+	int n = 0;
+
+	if (sscanf(s, "%u.%u%n", &maj, &min, &n) != 2 ||
+	    (s[n] && s[n] != '.'))
+		return -EINVAL;
+	if (maj == 24 && min == 11)
+		return 2411;
+	if (maj == 26 && min == 5)
+		return 2605;
+	return -EINVAL;
+}
+
+/* Slurm 26.05's _get_one_res: one node, the first that fits. */
+static bool one_node_first_fit(const struct sim_policy_ctx *pc,
+			       const struct isle_place_req *req)
+{
+	if (pc->release < 2605 || req->nodes != 1)
+		return false;
+	return pc->p == SIM_TREE || pc->p == SIM_TREE_SW ||
+	       pc->p == SIM_BLOCK || pc->p == SIM_BLOCK_SEG;
+}
+
 int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 		     const struct isle_place_req *req,
 		     struct isle_place_result *res)
@@ -586,6 +618,13 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	if (rc)
 		return rc;
 	res->reason[0] = '\0';
+	if (one_node_first_fit(pc, req)) {
+		for (i = 0; i < pc->t->nnodes; i++)
+			pc->order[i] = i;
+		pc->gpn = need; /* all of it on the one node */
+		rc = take_in_order(pc, pc->order, pc->t->nnodes, fm, need, res);
+		goto placed;
+	}
 	switch (pc->p) {
 	case SIM_LINEAR:
 		for (i = 0; i < pc->t->nnodes; i++)
@@ -608,6 +647,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	default:
 		rc = -EINVAL;
 	}
+placed:
 	if (rc) {
 		res->nnodes = res->nranks = 0;
 		return rc;

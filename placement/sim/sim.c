@@ -619,6 +619,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    !s.step_int || !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
+	if (s.pol)
+		sim_policy_set_release(s.pol, o->slurm_release);
 	if (!s.pol)
 		goto out;
 	for (i = 0; i < t->nnodes; i++) {

@@ -17,6 +17,8 @@
 #                            made from the state Slurm was in (the jobs before
 #                            it hold the nodes Slurm gave them); OUT gets
 #                            "LABEL node,..." lines
+#                            XC_SLURM_RELEASE (e.g. 26.05): the release
+#                            islesim's tree and block follow
 # xc_gen SEED N              a random sequence of N jobs on the 16 x 4
 #                            cross-check cluster: single-node jobs of 1-4
 #                            GPUs and 2-6 node jobs of 4 GPUs per node, as
@@ -127,7 +129,8 @@ xc_replay() { # seq slurm_out policy cluster.json out
 		[ -n "$actual" ] || actual=-
 		echo "$label $nodes $gpn $pin $actual"
 	done < <(xc__jobs "$seq") >"$rf"
-	"$XC_ISLESIM" --cluster "$cl" --policy "$pol" --replay "$rf" |
+	"$XC_ISLESIM" --cluster "$cl" --policy "$pol" --replay "$rf" \
+		${XC_SLURM_RELEASE:+--slurm-release "$XC_SLURM_RELEASE"} |
 		awk -v p="$pol" '$1 == p { print $2, $3 }' >"$out"
 	local rc=${PIPESTATUS[0]}
 	rm -f "$rf"

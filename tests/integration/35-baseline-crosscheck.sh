@@ -32,6 +32,9 @@ for b in islectl islesim; do
 done
 
 cluster=$repo/tests/crosscheck/cluster.json
+# islesim follows the release under test (26.05 takes one-node jobs first-fit).
+XC_SLURM_RELEASE=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{print $2}')
+echo "Slurm $XC_SLURM_RELEASE"
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t35.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 seqs=("${XC_JOBS_FILE:-$repo/tests/crosscheck/jobs.txt}")
