@@ -218,10 +218,10 @@ struct sim_opts {
 	enum sim_policy policy;
 	uint64_t seed;
 	int slurm_release; /* see sim_policy_set_release */
-	int queue_depth; /* queued jobs tried per scheduling pass */
-	FILE *trace;	 /* per-job placements, or NULL */
-	FILE *cost_out;	 /* per-job step times (2+ GPU training), or NULL */
-	FILE *occ_out;	 /* "time occupancy" samples, or NULL */
+	int queue_depth;   /* queued jobs tried per scheduling pass */
+	FILE *trace;	   /* per-job placements, or NULL */
+	FILE *cost_out;	   /* per-job step times (2+ GPU training), or NULL */
+	FILE *occ_out;	   /* "time occupancy" samples, or NULL */
 };
 
 /* Replays jobs[0..n) (sorted by submit) on t; fills m. */

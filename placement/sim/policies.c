@@ -583,8 +583,7 @@ int sim_release_parse(const char *s)
 	unsigned maj, min;
 	int n = 0;
 
-	if (sscanf(s, "%u.%u%n", &maj, &min, &n) != 2 ||
-	    (s[n] && s[n] != '.'))
+	if (sscanf(s, "%u.%u%n", &maj, &min, &n) != 2 || (s[n] && s[n] != '.'))
 		return -EINVAL;
 	if (maj == 24 && min == 11)
 		return 2411;

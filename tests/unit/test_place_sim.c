@@ -351,6 +351,63 @@ static void test_shaped(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Slurm 26.05 takes a one-node job before eval_nodes, first fit in node
+ * order; 24.11's tree and block pick the best-fitting leaf or block. The
+ * holders of the cross-check's jobs.txt leave n16 alone in its leaf. */
+static void test_release(void **state)
+{
+	static const enum sim_policy pols[] = {SIM_TREE, SIM_BLOCK};
+	struct isle_place_result res;
+	struct isle_place_req req;
+	uint64_t fm[16];
+	isle_topo *t = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(sim_release_parse("24.11"), 2411);
+	assert_int_equal(sim_release_parse("26.05.3"), 2605);
+	assert_int_equal(sim_release_parse("26.5x"), -EINVAL);
+	assert_int_equal(sim_release_parse("25.11"), -EINVAL);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	isle_place_result_init(&res);
+	for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
+		struct sim_policy_ctx *pc =
+		    sim_policy_create(pols[k], t, NULL, 1);
+
+		assert_non_null(pc);
+		for (int i = 0; i < 16; i++)
+			fm[i] = 0xf;
+		fm[0] = fm[4] = fm[12] = fm[13] = fm[14] =
+		    0; /* n01 n05 n13-15 */
+		isle_place_req_init(&req);
+		req.gpus = 4;
+		req.nodes = 1;
+		req.gpus_per_node = 4;
+		assert_int_equal(sim_policy_place(pc, fm, &req, &res), 0);
+		assert_string_equal(t->nodes[res.nodes[0]].name, "n16");
+		sim_policy_set_release(pc, 2605);
+		assert_int_equal(sim_policy_place(pc, fm, &req, &res), 0);
+		assert_int_equal(res.nnodes, 1);
+		assert_string_equal(t->nodes[res.nodes[0]].name, "n02");
+		assert_true(res.masks[0] == 0xf);
+		/* a job of two nodes still goes through the plugin's choice */
+		req.gpus = 8;
+		req.nodes = 2;
+		sim_policy_set_release(pc, 2411);
+		assert_int_equal(sim_policy_place(pc, fm, &req, &res), 0);
+		int n0 = res.nodes[0], n1 = res.nodes[1];
+		sim_policy_set_release(pc, 2605);
+		assert_int_equal(sim_policy_place(pc, fm, &req, &res), 0);
+		assert_int_equal(res.nodes[0], n0);
+		assert_int_equal(res.nodes[1], n1);
+		sim_policy_destroy(pc);
+	}
+	isle_place_result_fini(&res);
+	isle_topo_destroy(t);
+}
+
 /* EASY reservation: the head job (16 GPUs under one leaf, tree-sw) fits
  * by GPU count after 4 completions but only once a whole leaf is free,
  * at the 13th; the reservation is made then, on that leaf, and a long
@@ -661,6 +718,7 @@ int main(void)
 	    cmocka_unit_test(test_run),
 	    cmocka_unit_test(test_baselines),
 	    cmocka_unit_test(test_shaped),
+	    cmocka_unit_test(test_release),
 	    cmocka_unit_test(test_reservation),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
