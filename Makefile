@@ -71,6 +71,7 @@ include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
 include tests/module.mk
+include tests/fuzz/module.mk
 
 all: $(DEPS_OK) $(LIBS_A) $(BINS) $(SHLIBS) $(PLUGINS) $(UNIT_TESTS)
 
