@@ -322,7 +322,8 @@ static int parse_level(struct jctx *cx, json_object *o, int j, int nlevels,
 			    path, l->bw_gbps);
 	if ((rc = jget(cx, o, path, "lat_us", json_type_double, 1, &v)))
 		return rc;
-	l->lat_us = json_object_get_double(v);
+	/* + 0.0 turns -0 into 0: "-0" and "0" are one plan (same hash). */
+	l->lat_us = json_object_get_double(v) + 0.0;
 	if (!(l->lat_us >= 0) || l->lat_us > 1e7)
 		return JERR(cx, -EINVAL, "%s.lat_us: %g must be in [0, 1e7]",
 			    path, l->lat_us);
