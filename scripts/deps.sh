@@ -30,6 +30,8 @@ PACKAGES=(
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
 	libopenmpi-dev openmpi-bin libpmix-dev graphviz gnuplot-nox iproute2
 	procps psmisc util-linux libxml2-utils
+	# make fuzz: clang with libFuzzer and the sanitizer runtimes
+	clang libclang-rt-14-dev
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
