@@ -323,8 +323,7 @@ static void read_nvlinks(isle_agent_node *n, hwloc_topology_t topo,
 			if (b >= 0 && a != b) {
 				n->nvlinks[a * g + b] =
 				    (uint16_t)links_of(v, unit);
-			} else if (b < 0 && nvlink &&
-				   is_nvswitch(d->objs[j])) {
+			} else if (b < 0 && nvlink && is_nvswitch(d->objs[j])) {
 				int *sl = &n->gpus[a].nvswitch_links;
 
 				*sl += links_of(v, unit);

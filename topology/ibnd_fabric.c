@@ -833,8 +833,8 @@ static int has_higher(const isle_ibnd_fabric *f, int k)
 	for (j = 0; j < n->nlinks; j++) {
 		const struct isle_ibnd_node *r = &f->nodes[n->links[j].peer];
 
-		if (r->type == ISLE_IBND_SWITCH && r->level != ISLE_SW_UNKNOWN &&
-		    r->level > n->level)
+		if (r->type == ISLE_IBND_SWITCH &&
+		    r->level != ISLE_SW_UNKNOWN && r->level > n->level)
 			return 1;
 	}
 	return 0;
@@ -1024,7 +1024,8 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 				if (first)
 					isle__warn(
 					    "%s:%d: leafs %s and %s are cabled "
-					    "to each other with no spine above: "
+					    "to each other with no spine "
+					    "above: "
 					    "%s stands in for their spine",
 					    f->source, n->links[j].line, n->id,
 					    f->nodes[r].id, f->nodes[r].id);

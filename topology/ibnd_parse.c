@@ -460,8 +460,7 @@ static int is_prompt(const char *s)
 {
 	size_t n = strcspn(s, "$#%>");
 
-	if (!s[n] || (s[n + 1] && s[n + 1] != ' ') || strchr(s, '"') ||
-	    n > 64)
+	if (!s[n] || (s[n + 1] && s[n + 1] != ' ') || strchr(s, '"') || n > 64)
 		return 0;
 	if (n == 0) /* "$ ", "> "; "# ..." is the dump's own comment */
 		return s[0] != '#';
@@ -482,7 +481,8 @@ static int parse_line(struct parser *p, char *line)
 	if (!*s || p->ended)
 		return 0;
 	/* ibnetdiscover's own complaints, when stderr went into the file. */
-	if (strncmp(s, "ibwarn:", 7) == 0 || strncmp(s, "ibnetdiscover:", 14) == 0 ||
+	if (strncmp(s, "ibwarn:", 7) == 0 ||
+	    strncmp(s, "ibnetdiscover:", 14) == 0 ||
 	    strncmp(s, "ibpanic:", 8) == 0) {
 		isle__warn("%s:%d: skipping a message of ibnetdiscover: "
 			   "\"%.60s\"",

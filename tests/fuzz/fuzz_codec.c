@@ -115,8 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(same(da, db, n), "encode+decode", spec);
 		/* Every codec returns NaN and inf as they went in. */
 		for (i = 0; i < n; i++)
-			if (!isfinite(in[i]) &&
-			    !(c.kind == ISLE_CODEC_TOPK) &&
+			if (!isfinite(in[i]) && !(c.kind == ISLE_CODEC_TOPK) &&
 			    !(isnan(in[i]) ? isnan(da[i]) : da[i] == in[i])) {
 				fprintf(stderr, "%s: element %zu: %g -> %g\n",
 					spec, i, (double)in[i], (double)da[i]);

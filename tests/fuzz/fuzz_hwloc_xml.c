@@ -31,8 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (json) {
 		isle_topo *t = isle_topo_create();
 
-		if (t && isle_topo_merge_node_json_buf(t, json, "node.json", err,
-						       sizeof(err)) >= 0)
+		if (t && isle_topo_merge_node_json_buf(t, json, "node.json",
+						       err, sizeof(err)) >= 0)
 			isle_topo_finalize(t, err, sizeof(err));
 		isle_topo_destroy(t);
 		free(json);

@@ -12,8 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *buf = fuzz_str(data, size), err[512];
 	isle_topo *t = isle_topo_create();
 
-	if (t && isle_topo_merge_node_json_buf(t, buf, "node.json", err,
-					       sizeof(err)) >= 0 &&
+	if (t &&
+	    isle_topo_merge_node_json_buf(t, buf, "node.json", err,
+					  sizeof(err)) >= 0 &&
 	    isle_topo_merge_node_json_buf(t, buf, "node.json", err,
 					  sizeof(err)) >= 0 &&
 	    isle_topo_finalize(t, err, sizeof(err)) == 0) {

@@ -779,9 +779,9 @@ static void test_text_around_dump(void **state)
 	assert_non_null(strstr(warnings, "prompt-around.out:1: skipping"));
 	assert_non_null(strstr(warnings, "prompt-around.out:30: skipping a "
 					 "message of ibnetdiscover"));
-	assert_non_null(
-	    strstr(warnings, "prompt-around.out:42: the dump ends at a shell "
-			     "prompt"));
+	assert_non_null(strstr(warnings,
+			       "prompt-around.out:42: the dump ends at a shell "
+			       "prompt"));
 	free(x);
 	free(y);
 	isle_ibnd_fabric_destroy(f);
@@ -799,7 +799,8 @@ static void test_prompt_after_truncated_dump(void **state)
 	/* Drop the last CA section (the anonymous HCA) but keep the prompt. */
 	cut = strstr(full, "caguid=0x0002c90000000901");
 	assert_non_null(cut);
-	memmove(cut, strstr(cut, "alice@mgmt01"), strlen(strstr(cut, "alice")) + 1);
+	memmove(cut, strstr(cut, "alice@mgmt01"),
+		strlen(strstr(cut, "alice")) + 1);
 	write_tmp(path, sizeof(path), "cut", full);
 	assert_int_equal(isle_ibnd_parse(path, NULL, &f, err, sizeof(err)),
 			 -EINVAL);
