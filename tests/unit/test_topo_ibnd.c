@@ -715,6 +715,23 @@ static void test_peer_leafs_no_spine(void **state)
 			       "0x0002c90000000901"));
 	assert_non_null(strstr(warnings, "cabled to S-0002c90000000020[5]"));
 	assert_non_null(strstr(warnings, "\"0x0002c90000000901 HOST HCA\""));
+	/* Saved and loaded again, the cluster file says the same. */
+	{
+		char *js = isle_topo_to_json(t), err[512];
+		isle_topo *u = NULL;
+
+		assert_non_null(js);
+		if (isle_topo_load_buf(js, "two.json", &u, err, sizeof(err)))
+			fail_msg("%s", err);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "a1"), node_of(u, "b1")),
+		    ISLE_TIER_SPINE);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "a1"), node_of(u, "a2")),
+		    ISLE_TIER_LEAF);
+		isle_topo_destroy(u);
+		free(js);
+	}
 	isle_topo_destroy(t);
 }
 
@@ -754,6 +771,23 @@ static void test_dual_homed_hosts(void **state)
 	assert_int_equal(t->nodes[h1].leaf, pa);
 	/* A second port is not a crossed cable. */
 	assert_null(strstr(warnings, "crossed cable"));
+	/* The cluster file keeps the second port's cable. */
+	{
+		char *js = isle_topo_to_json(t), err[512];
+		isle_topo *u = NULL;
+
+		assert_non_null(js);
+		if (isle_topo_load_buf(js, "dual.json", &u, err, sizeof(err)))
+			fail_msg("%s", err);
+		pb = isle_topo_find_switch(u, "S-0002c90000000020");
+		assert_true(pb >= 0);
+		assert_int_equal(u->switches[pb].nnodes, 3);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "h1"), node_of(u, "h3")),
+		    ISLE_TIER_LEAF);
+		isle_topo_destroy(u);
+		free(js);
+	}
 	isle_topo_destroy(t);
 }
 
