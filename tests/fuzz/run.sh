@@ -32,7 +32,13 @@ for t in "$@"; do
 		seed 000 "$corpus" "$data"/ibnetdiscover/*.out \
 			"$data"/ibnetdiscover/*.topofile "$top"/tests/golden/ibnd/*.net \
 			"$top"/tests/golden/ibnd/*.out
-		seed 001 "$corpus" "$top"/tests/golden/ibnd/small.net ;;
+		seed 001 "$corpus" "$top"/tests/golden/ibnd/small.net
+		# dump, NUL, GUID map, NUL, spine list
+		[ -f "$data"/ibnetdiscover/X5.topofile ] &&
+			{ printf '\000'; cat "$data"/ibnetdiscover/X5.topofile
+			  printf '\000'; cat "$data"/ibnetdiscover/X5.map
+			  printf '\000'; cat "$data"/ibnetdiscover/X5.spine; } \
+				>"$corpus/seed-x5-map-spine" ;;
 	cluster)
 		seed "" "$corpus" "$top"/tests/golden/topology/*.json \
 			"$top"/tests/crosscheck/cluster.json ;;
