@@ -5,6 +5,9 @@
  * node ranking it shares with the Slurm plugin's records) on a few
  * requests. The plugin's own record building needs Slurm's node table, so
  * the engine on the loaded model stands in for it here.
+ *
+ * Input: the cluster file, then optionally a NUL and 6 bytes per extra
+ * request (GPUs, nodes, GPUs per node, log2 TP, PP, mode and span).
  */
 #include <errno.h>
 
@@ -17,13 +20,16 @@ static void warn_sink(void *arg, const char *msg)
 	*(size_t *)arg += strlen(msg);
 }
 
-static void place_some(const isle_topo *t)
+struct req_spec {
+	int gpus, nodes, gpn, tp, pp;
+	isle_place_mode mode;
+	isle_tier span;
+};
+
+static void place_some(const isle_topo *t, const struct req_spec *extra,
+		       int nextra)
 {
-	static const struct {
-		int gpus, nodes, gpn, tp, pp;
-		isle_place_mode mode;
-		isle_tier span;
-	} reqs[] = {
+	static const struct req_spec reqs[] = {
 	    {1, 0, 0, 1, 1, ISLE_PLACE_REQUIRED, ISLE_TIER_CORE},
 	    {8, 0, 0, 8, 1, ISLE_PLACE_REQUIRED, ISLE_TIER_CORE},
 	    {16, 0, 0, 4, 2, ISLE_PLACE_PREFERRED, ISLE_TIER_LEAF},
@@ -50,18 +56,22 @@ static void place_some(const isle_topo *t)
 				   ? ~0ull
 				   : (1ull << t->nodes[n].ngpus) - 1;
 	isle_place_result_init(&res);
-	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]) + (size_t)nextra; i++) {
+		const struct req_spec *q =
+		    i < sizeof(reqs) / sizeof(reqs[0])
+			? &reqs[i]
+			: &extra[i - sizeof(reqs) / sizeof(reqs[0])];
 		struct isle_place_req r;
 		char reason[256];
 
 		isle_place_req_init(&r);
-		r.gpus = reqs[i].gpus;
-		r.nodes = reqs[i].nodes;
-		r.gpus_per_node = reqs[i].gpn;
-		r.tp = reqs[i].tp;
-		r.pp = reqs[i].pp;
-		r.mode = reqs[i].mode;
-		r.max_span = reqs[i].span;
+		r.gpus = q->gpus;
+		r.nodes = q->nodes;
+		r.gpus_per_node = q->gpn;
+		r.tp = q->tp;
+		r.pp = q->pp;
+		r.mode = q->mode;
+		r.max_span = q->span;
 		if (isle_place_check(c, &r, reason, sizeof(reason)) != 0)
 			continue;
 		/* Placed jobs stay: later requests see a fragmented cluster. */
@@ -80,6 +90,9 @@ out:
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *buf = fuzz_str(data, size), err[512];
+	const uint8_t *z = memchr(data, 0, size);
+	struct req_spec extra[8];
+	int nextra = 0;
 	isle_topo *t = NULL;
 	size_t nwarn = 0;
 	FILE *null;
@@ -87,6 +100,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n;
 
 	isle_topo_set_warn(warn_sink, &nwarn);
+	for (z = z ? z + 1 : NULL; z && z + 6 <= data + size && nextra < 8;
+	     z += 6) {
+		struct req_spec *q = &extra[nextra++];
+
+		q->gpus = z[0];
+		q->nodes = z[1] % 9;
+		q->gpn = z[2] % 9;
+		q->tp = 1 << (z[3] % 5);
+		q->pp = 1 + z[4] % 4;
+		q->mode = z[5] & 1 ? ISLE_PLACE_PREFERRED : ISLE_PLACE_REQUIRED;
+		q->span = (isle_tier)((z[5] >> 1) % ISLE_TIER_COUNT);
+	}
 	if (isle_topo_load_buf(buf, "fuzz.json", &t, err, sizeof(err)) != 0)
 		goto out;
 	json = isle_topo_to_json(t);
@@ -103,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fclose(null);
 	}
 	if (t->nnodes <= 256)
-		place_some(t);
+		place_some(t, extra, nextra);
 out:
 	isle_topo_destroy(t);
 	isle_topo_set_warn(NULL, NULL);
