@@ -33,6 +33,48 @@ static void check(int ok, const char *what, const char *spec)
 	abort();
 }
 
+/*
+ * The documented worst case of one encode + decode (isle_codec_error_bound)
+ * where it is promised: fp16 and bf16 relative to |x| in their normal
+ * range, int8 relative to the block's largest finite |x| (blocks far from
+ * the float limits).
+ */
+static void check_bound(const struct isle_codec *c, const float *x,
+			const float *y, size_t n, const char *spec)
+{
+	double b = isle_codec_error_bound(c), lo = 1e-30, hi = 1e30;
+	size_t i, k, blk = c->kind == ISLE_CODEC_INT8 ? c->block : 1;
+
+	if (c->kind == ISLE_CODEC_TOPK || c->kind == ISLE_CODEC_NONE)
+		return;
+	if (c->kind == ISLE_CODEC_FP16) {
+		lo = 1e-4;
+		hi = 6e4;
+	}
+	for (i = 0; i < n; i += blk) {
+		size_t e = i + blk < n ? i + blk : n;
+		double m = 0;
+
+		for (k = i; k < e; k++)
+			if (isfinite(x[k]) && fabs(x[k]) > m)
+				m = fabs(x[k]);
+		for (k = i; k < e; k++) {
+			double ref =
+			    c->kind == ISLE_CODEC_INT8 ? m : fabs(x[k]);
+
+			if (!isfinite(x[k]) || ref < lo || ref > hi)
+				continue;
+			if (fabs((double)y[k] - x[k]) > b * ref) {
+				fprintf(stderr,
+					"%s: element %zu: %.9g -> %.9g "
+					"beyond the bound %g\n",
+					spec, k, (double)x[k], (double)y[k], b);
+				abort();
+			}
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct isle_codec_ops *s = isle_codec_scalar_ops();
@@ -113,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		}
 		check(same(da, db, n), "encode+decode", spec);
+		check_bound(&c, in, da, n, spec);
 		/* Every codec returns NaN and inf as they went in. */
 		for (i = 0; i < n; i++)
 			if (!isfinite(in[i]) && !(c.kind == ISLE_CODEC_TOPK) &&
