@@ -43,7 +43,7 @@ for t in "$@"; do
 		seed "" "$corpus" "$top"/tests/golden/topology/*.json \
 			"$top"/tests/crosscheck/cluster.json ;;
 	node_json) seed "" "$corpus" "$top"/tests/golden/discover/*.json ;;
-	hwloc_xml) seed "" "$corpus" "$data"/hwloc/*.xml ;;
+	hwloc_xml) seed "" "$corpus" "$data"/hwloc/*.xml "$top"/tests/golden/discover/*.xml ;;
 	plan) seed "" "$corpus" "$top"/tests/golden/plan/*.json ;;
 	opts)
 		for s in none fp16 bf16 int8 int8:64 topk:0.01 topk:0.5,noef; do
