@@ -68,6 +68,8 @@ endif
 
 .PHONY: fuzz
 fuzz: | $(DEPS_OK)
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: no $(FUZZ_CC);" \
+		"scripts/deps.sh installs clang and libclang-rt-14-dev"; exit 2; }
 	+$(MAKE) --no-print-directory B=$(B)/fuzz FUZZ_BUILD=1 CC=$(FUZZ_CC) \
 		HAVE_MPI=0 SANITIZE= DEPS_OK=$(DEPS_OK) fuzz-bins
 	@tests/fuzz/run.sh $(B)/fuzz $(FUZZ_S) $(FUZZ_TARGETS)
