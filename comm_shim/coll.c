@@ -147,15 +147,6 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 		return -EOVERFLOW;
 	peers = (int *)(reqs + 2 * p);
 
-	for (int k = 1; mylen && k < p; k++) {
-		int q = (r - k + p) % p;
-
-		if (PMPI_Irecv(rbuf + (size_t)q * myenc, (int)myenc, MPI_BYTE,
-			       q, ISLE__TAG, lv->comm,
-			       &reqs[nreq]) != MPI_SUCCESS)
-			return -EIO;
-		peers[nreq++] = q;
-	}
 	for (int k = 1; k < p; k++) {
 		int q = (r + k) % p;
 
@@ -171,6 +162,16 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 			       q, ISLE__TAG, lv->comm,
 			       &reqs[nreq]) != MPI_SUCCESS)
 			return -EIO;
+		peers[nreq++] = q;
+	}
+	/* Every send is posted: now the receives, sizes checked. */
+	for (int k = 1; mylen && k < p; k++) {
+		int q = (r - k + p) % p;
+
+		if ((rc = isle__recv_exact(ch, lv->comm,
+					   rbuf + (size_t)q * myenc, myenc, q,
+					   &reqs[nreq])))
+			return rc;
 		peers[nreq++] = q;
 	}
 	if ((rc = isle__waitall(ch, lv->comm, nreq, reqs, peers)))

@@ -211,6 +211,9 @@ static int chan_init(struct isle_comm *c, MPI_Comm comm,
 		ch->lev[l].comm = MPI_COMM_NULL;
 	if (PMPI_Comm_dup(comm, &ch->all) != MPI_SUCCESS)
 		return -EIO;
+	/* Errors (MPI_ERR_TRUNCATE) come back to the shim, which names the
+	 * cause; the level communicators inherit this. */
+	PMPI_Comm_set_errhandler(ch->all, MPI_ERRORS_RETURN);
 	PMPI_Comm_size(ch->all, &ch->size);
 	PMPI_Comm_rank(ch->all, &ch->rank);
 	ch->nlev = pl->nlevels;

@@ -1,6 +1,6 @@
 /*
  * comm_mpi_check - MPI test driver for the comm shim. It calls plain
- * MPI_Allreduce / MPI_Iallreduce; run it with libisle_mpi.so in LD_PRELOAD
+ * MPI_Allreduce / MPI_Iallreduce; run it with libisle_preload.so in LD_PRELOAD
  * (mpirun -x LD_PRELOAD=..., or srun --export). The reference it compares
  * against is the MPI library's own PMPI_Allreduce, which the shim does not
  * touch.
@@ -21,6 +21,15 @@
  *   comm_mpi_check fail --rank R --how exit|hang
  *       Rank R exits (or hangs) before an allreduce the others enter; the
  *       job must end with an error, not hang.
+ *   comm_mpi_check mismatch [--n N] [--delta D]
+ *       The last rank passes N + D floats, the others N. The job must end
+ *       with an error naming the size mismatch (MPI_ERR_TRUNCATE), at once,
+ *       not after a timeout; it never prints a sum.
+ *   comm_mpi_check spawn [--n N] [--children C]
+ *       MPI_Comm_spawn C copies of itself (default: as many as the parent
+ *       job's ranks), MPI_Intercomm_merge, then MPI_Allreduce on the merged
+ *       communicator (processes outside MPI_COMM_WORLD) against
+ *       PMPI_Allreduce, bit for bit; each process prints "spawn: ... ok".
  *
  * Exit status 0 when all checks pass on every rank.
  */
@@ -483,6 +492,79 @@ static int run_fail(int argc, char **argv)
 	return 1;
 }
 
+/* ---------------------------------------------------------- mismatch */
+
+static int run_mismatch(int argc, char **argv)
+{
+	int n = atoi(opt(argc, argv, "--n", "100000"));
+	int delta = atoi(opt(argc, argv, "--delta", "1"));
+	int mine = rank == nprocs - 1 ? n + delta : n, rc;
+	float *buf = malloc(sizeof(float) * (size_t)(n + abs(delta)));
+
+	if (!buf || mine <= 0)
+		return 2;
+	for (int i = 0; i < n + abs(delta); i++)
+		buf[i] = 1;
+	rc = MPI_Allreduce(MPI_IN_PLACE, buf, mine, MPI_FLOAT, MPI_SUM,
+			   MPI_COMM_WORLD);
+	printf("mismatch: rank %d count %d: allreduce returned %d, buf[0] %g\n",
+	       rank, mine, rc, (double)buf[0]);
+	free(buf);
+	return 1; /* the job should have ended with an error by now */
+}
+
+/* ------------------------------------------------------------ spawn */
+
+static int run_spawn(int argc, char **argv)
+{
+	int n = atoi(opt(argc, argv, "--n", "100000"));
+	int children = atoi(opt(argc, argv, "--children", "0"));
+	MPI_Comm parent, inter, merged;
+	int mr, ms, bad = 0;
+	float *x, *got, *want;
+	char self[4096];
+	ssize_t len;
+
+	MPI_Comm_get_parent(&parent);
+	if (parent == MPI_COMM_NULL) {
+		char nbuf[32], *args[] = {"spawn", "--n", nbuf, NULL};
+
+		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (len <= 0)
+			return 2;
+		self[len] = '\0';
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		MPI_Comm_spawn(self, args, children > 0 ? children : nprocs,
+			       MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+			       MPI_ERRCODES_IGNORE);
+	} else {
+		inter = parent;
+	}
+	MPI_Intercomm_merge(inter, parent != MPI_COMM_NULL, &merged);
+	MPI_Comm_rank(merged, &mr);
+	MPI_Comm_size(merged, &ms);
+	x = malloc(sizeof(float) * (size_t)n);
+	got = malloc(sizeof(float) * (size_t)n);
+	want = malloc(sizeof(float) * (size_t)n);
+	if (!x || !got || !want)
+		return 2;
+	for (int i = 0; i < n; i++)
+		x[i] = (float)((mr + 1) * (i % 7 + 1));
+	MPI_Allreduce(x, got, n, MPI_FLOAT, MPI_SUM, merged);
+	PMPI_Allreduce(x, want, n, MPI_FLOAT, MPI_SUM, merged);
+	for (int i = 0; i < n; i++)
+		bad += memcmp(&got[i], &want[i], sizeof(float)) != 0;
+	printf("spawn: %s rank %d of %d (merged): %s\n",
+	       parent == MPI_COMM_NULL ? "parent" : "child", mr, ms,
+	       bad ? "MISMATCH" : "ok");
+	free(x);
+	free(got);
+	free(want);
+	MPI_Comm_free(&merged);
+	MPI_Comm_disconnect(&inter);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -497,10 +579,15 @@ int main(int argc, char **argv)
 		rc = run_train(argc, argv);
 	else if (!strcmp(mode, "fail"))
 		rc = run_fail(argc, argv);
+	else if (!strcmp(mode, "mismatch"))
+		rc = run_mismatch(argc, argv);
+	else if (!strcmp(mode, "spawn"))
+		rc = run_spawn(argc, argv);
 	else {
 		if (rank == 0)
 			fprintf(stderr,
-				"usage: comm_mpi_check exact|train|fail "
+				"usage: comm_mpi_check exact|train|fail|"
+				"mismatch|spawn "
 				"[options] (see the source header)\n");
 		rc = 2;
 	}

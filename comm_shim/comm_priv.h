@@ -106,6 +106,15 @@ struct isle_comm {
 /* xport.c */
 int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers);
+/*
+ * Posts the receive of exactly `bytes` from src into *req, once the message
+ * is there (matched probe): a message of another size (ranks called with
+ * different counts or types) fails here with -EMSGSIZE and one line naming
+ * the peer, at once, never summed and never a truncation error raised by the
+ * MPI library on a handler of the user's. -ETIMEDOUT as isle__waitall().
+ */
+int isle__recv_exact(struct isle__chan *ch, MPI_Comm comm, void *buf,
+		     size_t bytes, int src, MPI_Request *req);
 int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src);
 double isle__now(void);

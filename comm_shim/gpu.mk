@@ -1,7 +1,7 @@
 # comm_shim GPU side (included at the end of comm_shim/module.mk):
 #
 #   $(B)/comm_shim/codec_cuda.o       CUDA codec backend (nvcc)
-#   $(B)/lib/libisle_nccl.so          ncclAllReduce interposer (LD_PRELOAD)
+#   $(B)/lib/libisle_nccl.so          ncclAllReduce backend of libisle_preload.so
 #   $(B)/tests/gpu/codec_cuda_check   GPU codecs against the CPU reference
 #   $(B)/tests/gpu/nccl_smoke         1-GPU NCCL allreduce through the shim
 #   $(B)/tests/test_comm_cuda_build   unit test: the .so loads, exports, fails
@@ -32,8 +32,12 @@ $(B)/comm_shim/%.o: comm_shim/%.cu | $(DEPS_OK)
 $(B)/comm_shim/nccl_shim.o $(B)/tests/gpu/%.o \
 $(B)/tests/unit/test_comm_cuda_build.o: CPPFLAGS += $(CUDA_CPPFLAGS)
 
-# NCCL itself is not linked: the shim uses the NCCL the program loaded
-# (dlsym RTLD_NEXT, else dlopen), so a program's own NCCL build is kept.
+# Neither NCCL nor the CUDA runtime is linked: the backend uses the ones
+# the program loaded (libisle_preload.so checks their versions, makes the
+# runtime global and hands over a resolver for NCCL), so a program with its
+# own CUDA runtime (PyTorch wheels) never gets a second one. The CUDA calls
+# (and nvcc's kernel registration) stay undefined here, hence no
+# --no-undefined; the readelf lines keep NEEDED free of both.
 # Only the MPI-free objects of libisle_comm.a (plan, codecs, cost model,
 # config) go in, named one by one and linked without $(MPI_LDLIBS): an MPI
 # symbol creeping into them or into nccl_shim.c fails the link
@@ -47,11 +51,12 @@ $(B)/lib/libisle_nccl.so: $(B)/comm_shim/nccl_shim.o $(B)/comm_shim/codec_cuda.o
 			  $(COMM_CORE_OBJS) comm_shim/libisle_nccl.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_nccl.so \
-		-Wl,--version-script=comm_shim/libisle_nccl.map -Wl,--no-undefined \
+		-Wl,--version-script=comm_shim/libisle_nccl.map \
 		-o $@.tmp $(B)/comm_shim/nccl_shim.o $(B)/comm_shim/codec_cuda.o \
-		$(COMM_CORE_OBJS) $(CUDA_LDLIBS) -lstdc++ $(COMM_CORE_LDLIBS) -ldl
-	@if readelf -d $@.tmp | grep -q 'NEEDED.*libmpi'; then \
-		echo "$@: must not depend on libmpi" >&2; rm -f $@.tmp; exit 1; fi
+		$(COMM_CORE_OBJS) -lstdc++ $(COMM_CORE_LDLIBS) -ldl
+	@if readelf -d $@.tmp | grep -Eq 'NEEDED.*lib(mpi|cudart|nccl)'; then \
+		echo "$@: must not depend on libmpi, libcudart or libnccl" >&2; \
+		rm -f $@.tmp; exit 1; fi
 	@mv -f $@.tmp $@
 
 # GPU checks: built everywhere CUDA is, run by tests/gpu/run-gpu-check.sh.
@@ -70,9 +75,10 @@ UNIT_TESTS += $(B)/tests/test_comm_cuda_build
 $(B)/tests/unit/test_comm_cuda_build.o: CPPFLAGS += \
 	-DISLE_NCCL_SO='"$(CURDIR)/$(B)/lib/libisle_nccl.so"' \
 	-DISLE_NCCL_REAL='"$(CUDA_HOME)/lib64/libnccl.so.2"'
+# Linked with the CUDA runtime, as any CUDA program the backend goes into.
 $(B)/tests/test_comm_cuda_build: $(B)/tests/unit/test_comm_cuda_build.o | $(B)/lib/libisle_nccl.so
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) -ldl
+	$(CC) $(LDFLAGS) -Wl,--no-as-needed -o $@ $^ $(CMOCKA_LIBS) $(CUDA_LDLIBS) -ldl
 
 endif # HAVE_CUDA
 

@@ -3,15 +3,34 @@
 #   $(B)/libisle_comm.a        everything below, PIC, for tests and the NCCL side
 #                              (plan.o codec*.o algo.o config.o need no MPI)
 #   $(B)/lib/libislecomm.so    the isle_comm_* / isle_plan_* / isle_codec_* API
-#   $(B)/lib/libisle_mpi.so    PMPI interposer (LD_PRELOAD), self-contained
-#   $(B)/tests/comm_mpi_check  MPI test driver (exactness, convergence, failure)
+#   $(B)/lib/libisle_preload.so     what the SPANK plugin preloads: the
+#                                   interposed MPI/NCCL entry points, libc
+#                                   only; loads one backend beside it
+#   $(B)/lib/libisle_mpi_ompi.so    MPI backend for Open MPI
+#   $(B)/lib/libisle_mpi_mpich.so   the same sources for the MPICH ABI
+#   $(B)/tests/comm_mpi_check       MPI test driver (exactness, convergence,
+#   $(B)/tests/comm_mpi_check_mpich failure), Open MPI and MPICH builds
 
 # MPI is optional: without mpicc only the plan/codec/model part is built.
-HAVE_MPI     ?= $(if $(shell command -v mpicc 2>/dev/null),1)
+# Open MPI is the stack of libisle_comm.a and libislecomm.so.
+OMPI_CC      ?= $(if $(shell command -v mpicc.openmpi 2>/dev/null),mpicc.openmpi,mpicc)
+HAVE_MPI     ?= $(if $(shell command -v $(OMPI_CC) 2>/dev/null),1)
 ifeq ($(HAVE_MPI),1)
-MPI_CPPFLAGS := -DHAVE_MPI $(shell mpicc -showme:compile 2>/dev/null)
-MPI_LDLIBS   := $(shell mpicc -showme:link 2>/dev/null)
+MPI_CPPFLAGS := -DHAVE_MPI $(shell $(OMPI_CC) -showme:compile 2>/dev/null)
+MPI_LDLIBS   := $(shell $(OMPI_CC) -showme:link 2>/dev/null)
 endif
+# MPICH ABI (Debian's libmpich-dev): the same MPI sources compiled again.
+MPICH_CC     ?= mpicc.mpich
+HAVE_MPICH   ?= $(if $(shell command -v $(MPICH_CC) 2>/dev/null),1)
+ifeq ($(HAVE_MPICH),1)
+MPICH_SHOW   := $(shell $(MPICH_CC) -show 2>/dev/null)
+# MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1, which gcc takes for an
+# empty array passed to MPI_Waitall.
+MPICH_CPPFLAGS := -DHAVE_MPI $(filter -I% -D%,$(MPICH_SHOW)) -Wno-stringop-overflow
+MPICH_LDLIBS := $(filter -L% -l%,$(MPICH_SHOW))
+endif
+CUDA_MAJOR   := $(shell sed -n 's/^\#define CUDART_VERSION  *\([0-9]*\).*/\1/p' \
+		  $(CUDA_HOME)/include/cuda_runtime_api.h 2>/dev/null | head -1)
 COMM_LDLIBS  := $(MPI_LDLIBS) -ljson-c -lm
 
 # plan, codecs, cost model, config: no MPI. The rest is the MPI transport.
@@ -44,11 +63,25 @@ $(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(COMM_LDLIBS)
 
-ifeq ($(HAVE_MPI),1)
-SHLIBS += $(B)/lib/libisle_mpi.so
-$(B)/lib/libisle_mpi.so: $(COMM_MPI_OBJS) $(COMM_OBJS) comm_shim/libisle_mpi.map
+# The preload library: libc (+ libdl, libpthread stubs) only, checked.
+SHLIBS += $(B)/lib/libisle_preload.so
+$(B)/comm_shim/preload.o: CPPFLAGS += -DISLE_CUDA_MAJOR=$(if $(CUDA_MAJOR),$(shell echo $$(($(CUDA_MAJOR) / 1000))),0)
+$(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o comm_shim/libisle_preload.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi.so \
+	$(CC) -shared $(LDFLAGS) -Wl,--as-needed -Wl,-soname,libisle_preload.so \
+		-Wl,--version-script=comm_shim/libisle_preload.map -Wl,--no-undefined \
+		-o $@.tmp $(B)/comm_shim/preload.o -ldl
+	@bad=$$(readelf -d $@.tmp | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | \
+		grep -Ev '^lib(c|m|dl|pthread)\.so\.[0-9]+$$'); \
+		if [ -n "$$bad" ]; then echo "$@: must need libc only, not: $$bad" >&2; \
+		rm -f $@.tmp; exit 1; fi
+	@mv -f $@.tmp $@
+
+ifeq ($(HAVE_MPI),1)
+SHLIBS += $(B)/lib/libisle_mpi_ompi.so
+$(B)/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS) comm_shim/libisle_mpi.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_ompi.so \
 		-Wl,--version-script=comm_shim/libisle_mpi.map -Wl,--no-undefined \
 		-o $@ $(COMM_MPI_OBJS) $(COMM_OBJS) $(COMM_LDLIBS)
 
@@ -69,5 +102,41 @@ $(B)/tests/bench_plan: $(B)/comm_shim/bench_plan.o $(B)/libisle_comm.a
 all: $(B)/tests/bench_plan
 endif
 
+ifeq ($(HAVE_MPICH),1)
+# The MPI sources under MPICH's mpi.h; plan/codec/model objects are shared.
+COMM_MPICH_SRCS := comm_shim/comm.c comm_shim/coll.c comm_shim/xport.c \
+		   comm_shim/async.c comm_shim/mpi_interpose.c
+COMM_MPICH_OBJS := $(COMM_MPICH_SRCS:%.c=$(B)/mpich/%.o)
+COMM_CORE_MPICH := $(patsubst %,$(B)/comm_shim/%.o,plan codec codec_cpu algo config)
+$(B)/mpich/comm_shim/%.o: comm_shim/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(MPICH_CPPFLAGS) $(CFLAGS) -c -o $@ $<
+SHLIBS += $(B)/lib/libisle_mpi_mpich.so
+$(B)/lib/libisle_mpi_mpich.so: $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) comm_shim/libisle_mpi.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_mpich.so \
+		-Wl,--version-script=comm_shim/libisle_mpi.map -Wl,--no-undefined \
+		-o $@ $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) $(MPICH_LDLIBS) -ljson-c -lm
+BINS_TESTS_COMM += $(B)/tests/comm_mpi_check_mpich
+$(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
+all: $(B)/tests/comm_mpi_check_mpich
+endif
+
 # GPU side, benchmark (owned by the GPU/bench engineer).
 include comm_shim/gpu.mk
+
+# Start-up cost of the preload library (not a test): make bench-preload.
+all: $(B)/bench/bench_preload
+$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
+BENCHES += bench-preload
+.PHONY: bench-preload
+bench-preload: $(B)/bench/bench_preload $(B)/lib/libisle_preload.so
+	@mkdir -p $(B)/bench
+	$(B)/bench/bench_preload --preload $(CURDIR)/$(B)/lib/libisle_preload.so \
+		--runs $(or $(RUNS),50) --warmup 5 -o $(B)/bench/preload.json \
+		-- python3 -c pass -- /bin/true
+	@echo "bench-preload: $(B)/bench/preload.json"

@@ -1,5 +1,9 @@
 /*
- * mpi_interpose.c - libisle_mpi.so, a PMPI interposer (LD_PRELOAD).
+ * mpi_interpose.c - the MPI backends libisle_mpi_ompi.so and
+ * libisle_mpi_mpich.so: this file compiled against Open MPI's and against
+ * MPICH's mpi.h. libisle_preload.so loads the one that matches the process
+ * and calls it through struct isle_mpi_backend (preload.h); handles arrive
+ * as isle_mpi_h and get their ABI's type here (H_).
  *
  * Takes over MPI_Allreduce and MPI_Iallreduce for MPI_FLOAT / MPI_DOUBLE
  * with MPI_SUM on intra-communicators; every other call, and these calls
@@ -24,8 +28,20 @@
 #include <mpi.h>
 
 #include "comm_priv.h"
+#include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* The one place where the two ABIs differ: handles are pointers in Open
+ * MPI and ints in MPICH (the cast drops the register's unspecified upper
+ * half). MPI_Status layouts differ too, but only mpi.h's fields are used. */
+#ifdef OPEN_MPI
+#define ISLE_MPI_ABI "Open MPI"
+#define H_(type, h) ((type)(void *)(h))
+#else
+#define ISLE_MPI_ABI "MPICH"
+#define H_(type, h) ((type)(int)(h))
+#endif
 
 struct ctx_ent {
 	MPI_Comm comm;
@@ -63,16 +79,53 @@ static int delete_ctx(MPI_Comm comm, int kv, void *val, void *extra)
 
 static int fail(MPI_Comm comm, const char *what, int rc)
 {
-	int me = -1;
+	int me = -1, code = rc == -EMSGSIZE ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
 	fprintf(stderr, "isle_comm: rank %d: %s: %s\n", me, what,
 		isle_comm_strerror(rc));
-	PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-	return MPI_ERR_OTHER;
+	PMPI_Comm_call_errhandler(comm, code);
+	return code;
 }
 
-/* The communicator's context; builds it on first use (collective). */
+/*
+ * Whether comm holds processes outside this MPI_COMM_WORLD (MPI_Comm_spawn,
+ * MPI_Comm_connect, their merged intra-communicators): they are in no plan.
+ * Every member sees the same answer, so all pass through together.
+ */
+static int outside_world(MPI_Comm comm)
+{
+	MPI_Group g = MPI_GROUP_NULL, gw = MPI_GROUP_NULL;
+	int n = 0, *in = NULL, *tr = NULL, outside = 1;
+
+	if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS ||
+	    PMPI_Comm_group(MPI_COMM_WORLD, &gw) != MPI_SUCCESS ||
+	    PMPI_Group_size(g, &n) != MPI_SUCCESS || n <= 0)
+		goto out;
+	in = malloc(sizeof(int) * (size_t)n);
+	tr = malloc(sizeof(int) * (size_t)n);
+	if (!in || !tr)
+		goto out;
+	for (int i = 0; i < n; i++)
+		in[i] = i;
+	if (PMPI_Group_translate_ranks(g, n, in, gw, tr) != MPI_SUCCESS)
+		goto out;
+	outside = 0;
+	for (int i = 0; i < n; i++)
+		if (tr[i] == MPI_UNDEFINED || tr[i] < 0)
+			outside = 1;
+out:
+	if (g != MPI_GROUP_NULL)
+		PMPI_Group_free(&g);
+	if (gw != MPI_GROUP_NULL)
+		PMPI_Group_free(&gw);
+	free(in);
+	free(tr);
+	return outside;
+}
+
+/* The communicator's context; builds it on first use (collective). *out
+ * stays NULL for a communicator the shim leaves to MPI (outside_world). */
 static int get_ctx(MPI_Comm comm, isle_comm **out)
 {
 	struct ctx_ent *e;
@@ -88,7 +141,9 @@ static int get_ctx(MPI_Comm comm, isle_comm **out)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	rc = isle_comm_create(comm, NULL, &e->c, err, sizeof(err));
+	rc = outside_world(comm)
+		 ? 0
+		 : isle_comm_create(comm, NULL, &e->c, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isle_comm: %s\n", err);
 		free(e);
@@ -104,11 +159,12 @@ static int get_ctx(MPI_Comm comm, isle_comm **out)
 	e->next = ents;
 	ents = e;
 	pthread_mutex_unlock(&ents_mu);
-	if (e->c->cfg.verbose) {
+	if (e->c && e->c->cfg.verbose) {
 		PMPI_Comm_rank(comm, &rank);
 		if (rank == 0)
-			fprintf(stderr, "isle_comm: %s%s\n", e->c->desc,
-				e->c->helper ? ", async helper" : "");
+			fprintf(
+			    stderr, "isle_comm: %s%s, %s backend\n", e->c->desc,
+			    e->c->helper ? ", async helper" : "", ISLE_MPI_ABI);
 	}
 	*out = e->c;
 	return 0;
@@ -117,11 +173,21 @@ static int get_ctx(MPI_Comm comm, isle_comm **out)
 /* After PMPI init: keyval, then MPI_COMM_WORLD's context. */
 static int after_init(int rc)
 {
+	MPI_Comm parent = MPI_COMM_NULL;
 	isle_comm *c;
 	int err;
 
 	if (rc != MPI_SUCCESS || disabled)
 		return rc;
+	/* A spawned process is outside the job's plan: MPI does it all. */
+	if (PMPI_Comm_get_parent(&parent) == MPI_SUCCESS &&
+	    parent != MPI_COMM_NULL) {
+		if (env_flag("ISLE_COMM_VERBOSE"))
+			fprintf(stderr, "isle_comm: spawned process: MPI calls "
+					"pass through unchanged\n");
+		disabled = 1;
+		return rc;
+	}
 	if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_ctx, &keyval,
 				    NULL) != MPI_SUCCESS) {
 		disabled = 1;
@@ -135,7 +201,7 @@ static int after_init(int rc)
 	return rc;
 }
 
-EXPORT int MPI_Init(int *argc, char ***argv)
+static int b_init(int *argc, char ***argv)
 {
 	int provided;
 
@@ -148,7 +214,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	    PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
 }
 
-EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+static int b_init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	disabled = env_flag("ISLE_COMM_DISABLE");
 	if (!disabled &&
@@ -157,7 +223,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	return after_init(PMPI_Init_thread(argc, argv, required, provided));
 }
 
-EXPORT int MPI_Finalize(void)
+static int b_finalize(void)
 {
 	if (!disabled && keyval != MPI_KEYVAL_INVALID) {
 		for (;;) {
@@ -195,9 +261,12 @@ static int applies(MPI_Datatype dt, MPI_Op op, MPI_Comm comm, int count,
 	return 1;
 }
 
-EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-			 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
+		       isle_mpi_h hdt, isle_mpi_h hop, isle_mpi_h hcomm)
 {
+	MPI_Datatype datatype = H_(MPI_Datatype, hdt);
+	MPI_Op op = H_(MPI_Op, hop);
+	MPI_Comm comm = H_(MPI_Comm, hcomm);
 	isle_dtype dt;
 	isle_comm *c;
 	int rc;
@@ -207,6 +276,9 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
 				      comm);
 	if ((rc = get_ctx(comm, &c)))
 		return fail(comm, "MPI_Allreduce: setup", rc);
+	if (!c)
+		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
+				      comm);
 	rc = isle_comm_allreduce(c, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
 				 recvbuf, (size_t)count, dt,
 				 (uint64_t)(uintptr_t)recvbuf);
@@ -261,10 +333,14 @@ static void greq_done(void *arg, int rc)
 	PMPI_Grequest_complete(g->req);
 }
 
-EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-			  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-			  MPI_Request *request)
+static int b_iallreduce(const void *sendbuf, void *recvbuf, int count,
+			isle_mpi_h hdt, isle_mpi_h hop, isle_mpi_h hcomm,
+			void *req)
 {
+	MPI_Datatype datatype = H_(MPI_Datatype, hdt);
+	MPI_Op op = H_(MPI_Op, hop);
+	MPI_Comm comm = H_(MPI_Comm, hcomm);
+	MPI_Request *request = req;
 	struct greq *g;
 	isle_dtype dt;
 	isle_comm *c;
@@ -274,7 +350,7 @@ EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 		goto passthrough;
 	if ((rc = get_ctx(comm, &c)))
 		return fail(comm, "MPI_Iallreduce: setup", rc);
-	if (!c->helper)
+	if (!c || !c->helper)
 		goto passthrough;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -298,3 +374,13 @@ passthrough:
 	return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
 			       request);
 }
+
+EXPORT const struct isle_mpi_backend isle_mpi_backend = {
+    .version = ISLE_MPI_BACKEND_VERSION,
+    .abi = ISLE_MPI_ABI,
+    .init = b_init,
+    .init_thread = b_init_thread,
+    .finalize = b_finalize,
+    .allreduce = b_allreduce,
+    .iallreduce = b_iallreduce,
+};

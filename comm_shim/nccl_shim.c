@@ -1,14 +1,17 @@
 /*
  * nccl_shim.c - libisle_nccl.so: hierarchical, compressed ncclAllReduce.
  *
- * LD_PRELOADed into an unmodified NCCL program. ncclAllReduce of float sums
- * is split along the placement: reduce-scatter inside the node (or NVLink
- * island) group, allreduce of the shard across groups with the network
- * level's codec, allgather back inside the group. The two level
- * communicators come from ncclCommSplit of the user's communicator the first
- * time it is used. Everything else, and every call the scheme does not fit
- * (other types or ops, grouped calls, graph capture, small messages, unequal
- * groups) goes to the real NCCL, found with dlsym(RTLD_NEXT) or dlopen.
+ * The NCCL backend of libisle_preload.so (preload.h), which loads it into an
+ * unmodified NCCL program once it has checked the process's CUDA runtime and
+ * NCCL versions. It links neither: CUDA calls bind to the process's runtime,
+ * NCCL calls go through the resolver the preload library hands over.
+ * ncclAllReduce of float sums is split along the placement: reduce-scatter
+ * inside the node (or NVLink island) group, allreduce of the shard across
+ * groups with the network level's codec, allgather back inside the group. The
+ * two level communicators come from ncclCommSplit of the user's communicator
+ * the first time it is used. Everything else, and every call the scheme does
+ * not fit (other types or ops, grouped calls, graph capture, small messages,
+ * unequal groups) goes to the real NCCL, found through that resolver.
  *
  * Across groups, formats that add up while encoded (fp16, bf16) use a plain
  * ncclAllReduce in that type. int8 and top-k use the all-to-all pattern:
@@ -31,6 +34,7 @@
 #include <nccl.h>
 
 #include "comm_priv.h"
+#include "preload.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 
@@ -65,12 +69,16 @@ static struct real_nccl real;
 static int real_ok;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
+static isle_resolve_fn resolver;
+
 static void *real_sym(void **lib, const char *name)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	void *p = resolver ? resolver(name) : dlsym(RTLD_NEXT, name);
 
-	/* The program may dlopen NCCL after us: then look there. */
-	if (!p && !*lib)
+	/* The program may dlopen NCCL after us: then look there. Not when
+	 * loaded by libisle_preload.so, which knows the process's own NCCL:
+	 * a second one must never come in. */
+	if (!p && !resolver && !*lib)
 		*lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
 	if (!p && *lib)
 		p = dlsym(*lib, name);
@@ -112,6 +120,15 @@ static int real_ready(void)
 {
 	pthread_once(&real_once, real_load);
 	return real_ok;
+}
+
+/* Called by libisle_preload.so before anything else here. */
+SHIM_API int isle_nccl_backend_init(int version, isle_resolve_fn resolve)
+{
+	if (version != ISLE_NCCL_BACKEND_VERSION || !resolve)
+		return -EINVAL;
+	resolver = resolve;
+	return real_ready() ? 0 : -ENOENT;
 }
 
 /* ------------------------------------------------------------- settings */

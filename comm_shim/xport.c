@@ -59,6 +59,57 @@ static void report_timeout(struct isle__chan *ch, MPI_Comm comm, int peer)
 		p->ranks[pr].node);
 }
 
+static void report_size(struct isle__chan *ch, MPI_Comm comm, int peer, int got,
+			size_t want)
+{
+	const struct isle_plan *p = ch->owner->plan;
+	int me = ch->owner->plan_rank[ch->rank];
+	int pr = plan_rank_of(ch, comm, peer);
+
+	fprintf(stderr,
+		"isle_comm: rank %d (%s): allreduce: rank %d sent %d bytes "
+		"where %zu were due: count or datatype differs across ranks "
+		"(MPI_ERR_TRUNCATE)\n",
+		me, p->ranks[me].node, pr, got, want);
+}
+
+int isle__recv_exact(struct isle__chan *ch, MPI_Comm comm, void *buf,
+		     size_t bytes, int src, MPI_Request *req)
+{
+	double timeout = ch->owner->cfg.timeout_s;
+	double deadline = isle__now() + timeout;
+	MPI_Message msg = MPI_MESSAGE_NULL;
+	MPI_Status st;
+	int flag = 0, got = -1;
+
+	if (bytes > INT_MAX)
+		return -EOVERFLOW;
+	for (unsigned spin = 0;; spin++) {
+		if (PMPI_Improbe(src, ISLE__TAG, comm, &flag, &msg, &st) !=
+		    MPI_SUCCESS)
+			return -EIO;
+		if (flag)
+			break;
+		if (spin > 256)
+			sched_yield();
+		if (timeout > 0 && (spin & 255) == 255 &&
+		    isle__now() > deadline) {
+			report_timeout(ch, comm, src);
+			ch->failed = 1;
+			return -ETIMEDOUT;
+		}
+	}
+	if (PMPI_Get_count(&st, MPI_BYTE, &got) != MPI_SUCCESS || got < 0 ||
+	    (size_t)got != bytes) {
+		report_size(ch, comm, src, got, bytes);
+		ch->failed = 1; /* the message stays unreceived: out of step */
+		return -EMSGSIZE;
+	}
+	return PMPI_Imrecv(buf, (int)bytes, MPI_BYTE, &msg, req) == MPI_SUCCESS
+		   ? 0
+		   : -EIO;
+}
+
 int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers)
 {
@@ -107,21 +158,20 @@ int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src)
 {
 	MPI_Request r[2];
-	int peers[2], n = 0;
+	int peers[2], n = 0, rc;
 
 	if (sbytes > INT_MAX || rbytes > INT_MAX)
 		return -EOVERFLOW;
-	if (rbytes) {
-		if (PMPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, ISLE__TAG,
-			       comm, &r[n]) != MPI_SUCCESS)
-			return -EIO;
-		peers[n++] = src;
-	}
 	if (sbytes) {
 		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, ISLE__TAG,
 			       comm, &r[n]) != MPI_SUCCESS)
 			return -EIO;
 		peers[n++] = dst;
+	}
+	if (rbytes) {
+		if ((rc = isle__recv_exact(ch, comm, rbuf, rbytes, src, &r[n])))
+			return rc;
+		peers[n++] = src;
 	}
 	return isle__waitall(ch, comm, n, r, peers);
 }

@@ -454,7 +454,7 @@ static int fail(struct isle_place_result *res, int rc, const char *fmt, ...)
 static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 		     struct pnorm *q, struct isle_place_result *res)
 {
-	int gpus = r->gpus, gpn = r->gpus_per_node;
+	int gpus = r->gpus, gpn = r->gpus_per_node, prod;
 
 	if (r->tp < 1 || r->pp < 1)
 		return fail(res, -EINVAL, "tp (%d) and pp (%d) must be >= 1",
@@ -484,13 +484,21 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 				    gpus, r->nodes);
 		gpn = gpus / r->nodes;
 	}
-	if (gpus == 0)
-		gpus = r->nodes * gpn;
+	/* Sizes come from users (through Slurm): any product that does not
+	 * fit an int is refused before it is used as a divisor or a count. */
+	if (gpus == 0 && __builtin_mul_overflow(r->nodes, gpn, &gpus))
+		return fail(res, -EINVAL,
+			    "nodes x gpus_per_node (%d x %d) overflows",
+			    r->nodes, gpn);
 	if (gpus == 0)
 		return fail(res, -EINVAL,
 			    "zero size: give gpus, or nodes and "
 			    "gpus_per_node");
-	if (r->nodes > 0 && gpus != r->nodes * gpn)
+	if (r->nodes > 0 && __builtin_mul_overflow(r->nodes, gpn, &prod))
+		return fail(res, -EINVAL,
+			    "nodes x gpus_per_node (%d x %d) overflows",
+			    r->nodes, gpn);
+	if (r->nodes > 0 && gpus != prod)
 		return fail(res, -EINVAL,
 			    "gpus (%d) != nodes (%d) x "
 			    "gpus_per_node (%d)",
@@ -505,7 +513,11 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 			    "tp (%d) does not divide the GPU "
 			    "count (%d)",
 			    r->tp, gpus);
-	if (gpus % (r->tp * r->pp))
+	if (__builtin_mul_overflow(r->tp, r->pp, &prod) || prod > gpus)
+		return fail(res, -EINVAL,
+			    "tp x pp (%d x %d) exceeds the GPU count (%d)",
+			    r->tp, r->pp, gpus);
+	if (gpus % prod)
 		return fail(res, -EINVAL,
 			    "tp x pp (%d x %d) does not divide "
 			    "the GPU count (%d)",
@@ -514,7 +526,7 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	q->gpn = gpn;
 	q->tp = r->tp;
 	q->pp = r->pp;
-	q->dp = gpus / (r->tp * r->pp);
+	q->dp = gpus / prod;
 	q->required = r->mode == ISLE_PLACE_REQUIRED;
 	q->max_span = r->max_span;
 	q->workload = r->workload;
@@ -887,7 +899,12 @@ static int better(const isle_place_ctx *c, const struct isle_place_result *a,
 	return a->frag < b->frag - 1e-12;
 }
 
-/* Logs a candidate for explain; chosen moves to the latest best. */
+/*
+ * Logs a candidate for explain; chosen moves to the latest best. A scope is
+ * filled more than once (two fill orders, several TP granularities, the
+ * relaxed pass of preferred mode); its tries share one entry, which keeps
+ * the best of them, so explain lists each scope once.
+ */
 static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 		   const struct isle_place_result *r, const char *note)
 {
@@ -896,12 +913,28 @@ static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 	    ISLE_TIER_ISLAND, ISLE_TIER_NODE,  ISLE_TIER_ISLAND,
 	    ISLE_TIER_LEAF,   ISLE_TIER_SPINE, ISLE_TIER_CORE};
 
-	if (!c->cands || c->ncands >= c->o.explain_max)
+	isle_tier tier = tier_of[c->v[scope_v].level];
+	int id = c->v[scope_v].id, i;
+
+	if (!c->cands)
 		return;
-	k = &c->cands[c->ncands++];
+	for (i = 0; i < c->ncands; i++)
+		if (c->cands[i].scope_tier == tier && c->cands[i].scope == id)
+			break;
+	k = &c->cands[i];
+	if (i < c->ncands) {
+		if (!best &&
+		    (!feasible ||
+		     (k->feasible && (k->chosen || k->cost <= r->cost.total))))
+			return;
+	} else if (c->ncands < c->o.explain_max) {
+		c->ncands++;
+	} else {
+		return;
+	}
 	memset(k, 0, sizeof(*k));
-	k->scope_tier = tier_of[c->v[scope_v].level];
-	k->scope = c->v[scope_v].id;
+	k->scope_tier = tier;
+	k->scope = id;
 	k->feasible = feasible;
 	if (feasible) {
 		k->cost = r->cost.total;
@@ -911,7 +944,7 @@ static void record(isle_place_ctx *c, int scope_v, int feasible, int best,
 		if (c->chosen >= 0)
 			c->cands[c->chosen].chosen = 0;
 		k->chosen = 1;
-		c->chosen = c->ncands - 1;
+		c->chosen = (int)(k - c->cands);
 	}
 	snprintf(k->note, sizeof(k->note), "%s", note);
 }

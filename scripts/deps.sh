@@ -28,7 +28,7 @@ PACKAGES=(
 	# isle's own dependencies
 	libhwloc-dev hwloc libjson-c-dev libcmocka-dev libibverbs-dev ibverbs-providers
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
-	libopenmpi-dev openmpi-bin libpmix-dev graphviz gnuplot-nox iproute2
+	libopenmpi-dev openmpi-bin libpmix-dev libmpich-dev mpich graphviz gnuplot-nox iproute2
 	procps psmisc util-linux libxml2-utils
 	# make fuzz: clang with libFuzzer and the sanitizer runtimes
 	clang libclang-rt-14-dev

@@ -1,8 +1,10 @@
 /*
  * explain.c - `islectl explain JOBID`: print topology/isle's decision record.
  *
- * Works for pending, running and finished jobs: the record stays under
- * StateSaveLocation/isle/ after the job ends.
+ * topology/isle writes a job's record when the job starts and removes it
+ * when Slurm purges the job (MinJobAge); it survives slurmctld restarts. A
+ * pending job has no record yet: its latest decision is the "isle:" line
+ * of its AdminComment, which explain then prints (through scontrol).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -242,6 +244,30 @@ static int _state_dir_from_conf(const char *conf, char *dir, size_t len)
 	return found ? 0 : -ENOENT;
 }
 
+/* The "isle: ..." part of a job's AdminComment, from `scontrol show job`
+ * (the decision of a job that has not started). 0 or -ENOENT. */
+static int _admin_comment_line(unsigned long job_id, char *buf, size_t len)
+{
+	char cmd[64], line[8192];
+	FILE *p;
+	int rc = -ENOENT;
+
+	snprintf(cmd, sizeof(cmd), "scontrol show job %lu 2>/dev/null", job_id);
+	if (!(p = popen(cmd, "r")))
+		return -ENOENT;
+	while (fgets(line, sizeof(line), p)) {
+		char *ac = strstr(line, "AdminComment="), *isle;
+
+		if (!ac || !(isle = strstr(ac, "isle: ")))
+			continue;
+		isle[strcspn(isle, "\r\n")] = '\0';
+		snprintf(buf, len, "%s", isle);
+		rc = 0;
+	}
+	pclose(p);
+	return rc;
+}
+
 static void _usage(FILE *out)
 {
 	fprintf(
@@ -313,6 +339,20 @@ int isle__cmd_explain(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "%s/isle/job_%lu.json", dir, job_id);
 	if (isle_explain_print(path, json, stdout, err, sizeof(err))) {
+		char line[4096];
+
+		if (!json &&
+		    _admin_comment_line(job_id, line, sizeof(line)) == 0) {
+			for (char *c = line; *c; c++)
+				if (iscntrl((unsigned char)*c))
+					*c = '?';
+			printf("Job %lu: %s\n"
+			       "(no decision record: it is written when the "
+			       "job starts; this is the job's latest decision "
+			       "from its AdminComment)\n",
+			       job_id, line);
+			return 0;
+		}
 		fprintf(
 		    stderr,
 		    "islectl explain: job %lu: no isle decision record (%s)\n",

@@ -8,65 +8,126 @@
  *     the placement, the candidates the engine weighed and why the winner
  *     won. `islectl explain <jobid>` prints it (slurm_plugin/explain.c).
  *
- * cons_tres evaluates pending jobs many times (backfill, will-run tests), so
- * a record is only rewritten when the decision changed; the last write is
- * the one made when the job started.
+ * cons_tres evaluates pending jobs many times (submit test, main scheduler,
+ * backfill's plans), with the job and node write locks held. Records stay in
+ * memory (isle_store.c) and are only rebuilt when the line changed; the
+ * store's writer thread writes the decision that started the job and drops
+ * the records of jobs Slurm has purged. The probe below is the Slurm side of
+ * that: it runs in the writer thread, under a job read lock of its own.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
-#include "isle_plugin.h"
+#include "isle_compat.h"
 
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
 
-#define CACHE_SLOTS 4096
 #define LINE_SEP " | "
+#define PROBE_PERIOD_MS 1000
 
-static struct {
-	uint32_t job_id;
-	uint32_t hash;
-} cache[CACHE_SLOTS];
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void isle__decision_reset(void)
+/*
+ * The store key of a decision. A pending array's meta record is evaluated
+ * for its next task (the scheduler sets array_task_id first); when the task
+ * starts it is split off under a new job id, so the key names the task.
+ */
+static uint64_t _key(job_record_t *job_ptr)
 {
-	slurm_mutex_lock(&cache_lock);
-	memset(cache, 0, sizeof(cache));
-	slurm_mutex_unlock(&cache_lock);
+	if (job_ptr->array_recs && job_ptr->array_task_id != NO_VAL)
+		return ((uint64_t)job_ptr->array_task_id + 1) << 32 |
+		       job_ptr->array_job_id;
+	return job_ptr->job_id;
 }
 
-static uint32_t _hash(const char *s)
+/* The writer thread's view of Slurm: started (has been given nodes) or
+ * gone (purged after MinJobAge, or never accepted). */
+static void _probe(const uint64_t *keys, int n, uint8_t *state, uint32_t *ids,
+		   void *arg)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
+	slurmctld_lock_t job_read = {.job = READ_LOCK};
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h ? h : 1;
+	(void)arg;
+	lock_slurmctld(job_read);
+	for (int i = 0; i < n; i++) {
+		job_record_t *job_ptr;
+
+		if (keys[i] > UINT32_MAX)
+			job_ptr = find_job_array_rec(
+			    (uint32_t)keys[i], (uint32_t)(keys[i] >> 32) - 1);
+		else
+			job_ptr = find_job_record((uint32_t)keys[i]);
+		if (!job_ptr)
+			state[i] = ISLE_STORE_JOB_GONE;
+		else if (IS_JOB_PENDING(job_ptr) || !job_ptr->nodes ||
+			 !job_ptr->nodes[0])
+			/* not started, or ended without starting (cancelled
+			 * while pending): nothing to save */
+			state[i] = ISLE_STORE_JOB_PENDING;
+		else {
+			state[i] = ISLE_STORE_JOB_STARTED;
+			ids[i] = job_ptr->job_id;
+		}
+	}
+	unlock_slurmctld(job_read);
 }
 
-/* True if (job, text) differs from the last decision recorded for job. */
-static bool _changed(uint32_t job_id, const char *text)
+static void _store_log(int level, const char *msg)
 {
-	uint32_t h = _hash(text), slot = job_id % CACHE_SLOTS;
-	bool changed;
+	if (level == ISLE_STORE_LOG_ERROR)
+		error("%s", msg);
+	else if (level == ISLE_STORE_LOG_INFO)
+		info("%s", msg);
+	else
+		debug("%s", msg);
+}
 
-	slurm_mutex_lock(&cache_lock);
-	changed = cache[slot].job_id != job_id || cache[slot].hash != h;
-	cache[slot].job_id = job_id;
-	cache[slot].hash = h;
-	slurm_mutex_unlock(&cache_lock);
-	return changed;
+void isle__decision_init(void)
+{
+	char *dir;
+	int rc;
+
+	if (!running_in_slurmctld())
+		return;
+	dir = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
+			     ISLE_STATE_SUBDIR);
+	rc = isle__store_init(dir, _probe, NULL, _store_log, PROBE_PERIOD_MS);
+	if (rc)
+		error("isle: cannot start the decision record writer: %s",
+		      strerror(-rc));
+	xfree(dir);
+}
+
+void isle__decision_fini(void)
+{
+	isle__store_fini();
+}
+
+/* Keeps (line, o) as the job's decision; consumes o. */
+static void _store(job_record_t *job_ptr, const char *line, json_object *o,
+		   bool may_start)
+{
+	int rc = isle__store_put(
+	    _key(job_ptr), line,
+	    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+
+	if (rc < 0)
+		error("isle: %pJ: cannot keep the decision record: %s", job_ptr,
+		      strerror(-rc));
+	json_object_put(o);
+	/* The job may start at the end of this scheduling pass: let the
+	 * writer look soon rather than at its next period. */
+	if (may_start)
+		isle__store_kick();
 }
 
 static const char *_scope_name(const isle_topo *t,
@@ -311,31 +372,38 @@ static json_object *_record_json(job_record_t *job_ptr, const char *line,
 	return o;
 }
 
-/* Writes StateSaveLocation/isle/job_<id>.json atomically; consumes o. */
-static void _save_record(job_record_t *job_ptr, json_object *o)
+/*
+ * The job's current decision as its topology info, where the release keeps
+ * one (26.05): Slurm clears it before each evaluation and packs it into the
+ * job's saved state, so it is set on every evaluation, from the store.
+ */
+static void _jobinfo_set(job_record_t *job_ptr, const char *line,
+			 const struct isle_place_result *res,
+			 const char *islands)
 {
-	char *dir = NULL, *path = NULL, *tmp = NULL;
+	uint64_t key;
+	char *record;
 
-	dir = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
-			     ISLE_STATE_SUBDIR);
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		error("isle: cannot create %s: %m", dir);
-		goto out;
-	}
-	path = xstrdup_printf("%s/job_%u.json", dir, job_ptr->job_id);
-	/* One temporary file per writer: two threads recording the same job
-	 * must not interleave their bytes in one file. */
-	tmp = xstrdup_printf("%s.%lx.new", path, (unsigned long)pthread_self());
-	if (json_object_to_file_ext(tmp, o, JSON_C_TO_STRING_PRETTY) ||
-	    rename(tmp, path)) {
-		error("isle: cannot write decision record %s: %m", path);
-		(void)unlink(tmp);
-	}
-out:
-	json_object_put(o);
-	xfree(dir);
-	xfree(path);
-	xfree(tmp);
+	if (!isle__compat_has_jobinfo)
+		return;
+	key = _key(job_ptr);
+	record = isle__store_get(key);
+	isle__compat_set_jobinfo(
+	    job_ptr,
+	    isle__jobinfo_create(job_ptr, key, line, res, islands, record));
+	free(record);
+}
+
+void isle__decision_restore(uint64_t key, const char *line, const char *record)
+{
+	int rc = isle__store_put(key, line, record);
+
+	if (rc < 0)
+		error("isle: cannot restore the decision record of job key "
+		      "%" PRIu64 ": %s",
+		      key, strerror(-rc));
+	else if (rc > 0)
+		isle__store_kick();
 }
 
 void isle__decision_record(job_record_t *job_ptr,
@@ -356,7 +424,7 @@ void isle__decision_record(job_record_t *job_ptr,
 			      res->dp, nodes, islands, res->leafs,
 			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
-	if (_changed(job_ptr->job_id, line)) {
+	if (!isle__store_same(_key(job_ptr), line)) {
 		why = _why(t, res, cands, ncands);
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
 		o = _record_json(job_ptr, line, why);
@@ -368,9 +436,12 @@ void isle__decision_record(job_record_t *job_ptr,
 				       _placement_json(t, res, nodes, islands));
 		json_object_object_add(o, "candidates",
 				       _cands_json(t, cands, ncands));
-		_save_record(job_ptr, o);
+		_store(job_ptr, line, o, !planned);
 		xfree(why);
+	} else if (!planned) {
+		isle__store_kick();
 	}
+	_jobinfo_set(job_ptr, line, res, islands);
 	xfree(line);
 	xfree(islands);
 	xfree(nodes);
@@ -382,16 +453,27 @@ void isle__decision_none(job_record_t *job_ptr,
 			 const struct isle_place_cand *cands, int ncands)
 {
 	char *line = xstrdup_printf("isle: %s: %s", what, reason);
+	bool may_start = !xstrcmp(what, "default selection");
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
-	if (_changed(job_ptr->job_id, line)) {
+	if (!isle__store_same(_key(job_ptr), line)) {
+		/* Options refused here are the user's mistake (or a job that
+		 * bypassed sbatch): say it once per job where admins look. */
+		if (!req)
+			info("isle: %pJ: %s: %s", job_ptr, what, reason);
 		o = _record_json(job_ptr, line, reason);
-		json_object_object_add(o, "request", _request_json(req, 0));
-		json_object_object_add(
-		    o, "candidates",
-		    _cands_json(isle__ctx.topo, cands, ncands));
-		_save_record(job_ptr, o);
+		if (req)
+			json_object_object_add(o, "request",
+					       _request_json(req, 0));
+		if (isle__ctx.topo)
+			json_object_object_add(
+			    o, "candidates",
+			    _cands_json(isle__ctx.topo, cands, ncands));
+		_store(job_ptr, line, o, may_start);
+	} else if (may_start) {
+		isle__store_kick();
 	}
+	_jobinfo_set(job_ptr, line, NULL, NULL);
 	xfree(line);
 }

@@ -15,6 +15,8 @@
  * callback returns ESLURM_NOT_SUPPORTED and Slurm's default algorithm runs.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,47 +49,59 @@ static const char *_env_value(job_record_t *job_ptr, const char *name)
 	return NULL;
 }
 
-static int _env_int(job_record_t *job_ptr, const char *name, int def, int *set)
+/* err without control characters: it quotes user text and ends up in the
+ * AdminComment, the log and `islectl explain`. */
+static void _printable(char *s)
 {
-	const char *v = _env_value(job_ptr, name);
-	char *end;
-	long n;
-
-	if (!v)
-		return def;
-	n = strtol(v, &end, 10);
-	if (end == v || *end || n < 1 || n > 65536) {
-		error("isle: %pJ: ignoring bad %s=%s", job_ptr, name, v);
-		return def;
-	}
-	*set = 1;
-	return (int)n;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
 }
 
-void isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o)
+int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
+		       char *err, size_t errlen)
 {
-	const char *v;
-	int parsed;
+	struct isle__spank_opts user = {0}, job;
+	char perr[200];
+	int rc = 0;
 
+	/* A job with no isle option keeps the engine's defaults. */
 	o->set = 0;
-	o->tp = _env_int(job_ptr, "ISLE_TP", 1, &o->set);
-	o->pp = _env_int(job_ptr, "ISLE_PP", 1, &o->set);
+	o->tp = o->pp = 1;
 	o->mode = ISLE_PLACE_PREFERRED;
 	o->span = ISLE_TIER_CORE;
-	if ((v = _env_value(job_ptr, "ISLE_MODE"))) {
-		parsed = isle_place_mode_parse(v);
-		if (parsed >= 0) {
-			o->mode = parsed;
-			o->set = 1;
+	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
+		const char *name = isle__spank_opt_env(opt);
+		const char *v = _env_value(job_ptr, name);
+
+		if (!v)
+			continue;
+		if (isle__spank_env_parse(&user, opt, v, perr, sizeof(perr))) {
+			snprintf(err, errlen, "job option %s refused: %s", name,
+				 perr);
+			rc = -EINVAL;
+			goto out;
 		}
 	}
-	if ((v = _env_value(job_ptr, "ISLE_SPAN"))) {
-		parsed = isle_tier_parse(v);
-		if (parsed >= 0) {
-			o->span = parsed;
-			o->set = 1;
-		}
+	if (!user.set)
+		return 0;
+	/* Unset options from the admin's defaults, then max_tp and the
+	 * allowed codecs, exactly as sbatch resolves them. */
+	if (isle__spank_resolve(&isle__ctx.policy, &user, &job, perr,
+				sizeof(perr))) {
+		snprintf(err, errlen, "job options refused: %s", perr);
+		rc = -EINVAL;
+		goto out;
 	}
+	o->set = 1;
+	o->tp = job.tp;
+	o->pp = job.pp;
+	o->mode = job.mode;
+	o->span = job.span;
+out:
+	if (rc)
+		_printable(err);
+	return rc;
 }
 
 static bool _is_gpu(gres_state_t *gs)
@@ -121,15 +135,30 @@ static bool _gpu_request(topology_eval_t *te, struct isle_place_req *req)
 	if (!js)
 		return false;
 
+	/* Counts beyond an int are no request the engine can meet: Slurm's
+	 * default selection refuses them without isle truncating them. */
+	if (te->min_nodes > INT_MAX)
+		return false;
 	if (js->gres_per_node) {
-		req->gpus_per_node = js->gres_per_node;
-		req->nodes = te->min_nodes;
+		if (js->gres_per_node > INT_MAX)
+			return false;
+		req->gpus_per_node = (int)js->gres_per_node;
+		req->nodes = (int)te->min_nodes;
 	} else if (js->gres_per_job) {
-		req->gpus = js->gres_per_job;
-		req->nodes = fixed_nodes ? te->min_nodes : 0;
+		if (js->gres_per_job > INT_MAX)
+			return false;
+		req->gpus = (int)js->gres_per_job;
+		req->nodes = fixed_nodes ? (int)te->min_nodes : 0;
 	} else if (js->gres_per_task && job_ptr->details->num_tasks) {
-		req->gpus = js->gres_per_task * job_ptr->details->num_tasks;
-		req->nodes = fixed_nodes ? te->min_nodes : 0;
+		uint64_t n;
+
+		if (__builtin_mul_overflow(
+			js->gres_per_task,
+			(uint64_t)job_ptr->details->num_tasks, &n) ||
+		    n > INT_MAX)
+			return false;
+		req->gpus = (int)n;
+		req->nodes = fixed_nodes ? (int)te->min_nodes : 0;
 	} else {
 		return false; /* per-socket requests: Slurm's job */
 	}
@@ -380,6 +409,7 @@ int isle__eval_nodes(topology_eval_t *te)
 	bitstr_t *chosen = NULL;
 	bitstr_t *req_map = job_ptr->details->req_node_bitmap;
 	const char *what;
+	char err[256];
 	int ncands = 0, rc, ret = ESLURM_NOT_SUPPORTED;
 
 	if (!c->topo || !c->place)
@@ -388,8 +418,12 @@ int isle__eval_nodes(topology_eval_t *te)
 	if (req_map && (uint32_t)bit_set_count(req_map) < te->min_nodes)
 		return ESLURM_NOT_SUPPORTED;
 
+	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err))) {
+		isle__decision_none(job_ptr, NULL, "default selection", err,
+				    NULL, 0);
+		return ESLURM_NOT_SUPPORTED;
+	}
 	isle_place_req_init(&req);
-	isle__job_opts_get(job_ptr, &o);
 	req.tp = o.tp;
 	req.pp = o.pp;
 	req.mode = o.mode;

@@ -2,15 +2,23 @@
  * isle_plugin.h - internals of the topology/isle Slurm plugin.
  *
  * Layout follows topology/tree:
- *   topology_isle.c  entry points that src/interfaces/topology.c dlsyms
+ *   isle_compat.c    entry points that src/interfaces/topology.c dlsyms,
+ *                    per Slurm release (API in isle_compat.h)
+ *   topology_isle.c  the entry points' bodies, written once
+ *   isle_nodes.c     dynamic nodes, node topology strings, task ranks
+ *   isle_jobinfo.c   the decision as per-job topology info (26.05)
+ *   isle_version.c   built-for vs running Slurm
  *   isle_records.c   cluster file, Slurm <-> model node maps, topoinfo
  *   isle_eval.c      eval_nodes: placement engine inside cons_tres's maps
  *   isle_decision.c  the "isle:" AdminComment line and decision records
+ *   isle_store.c     decision records in memory + their writer thread
+ *                    (API in isle_store.h, free of Slurm calls)
  *
  * All state lives in one plugin context (isle__ctx). slurmctld calls the
  * entry points with its own locks held (config write lock for build_config,
- * job/node locks for eval); ctx.lock only protects the engine context and
- * the decision cache against concurrent readers such as backfill.
+ * job/node locks for eval); ctx.lock only protects the engine context
+ * against concurrent readers such as backfill. Nothing reached from eval
+ * touches files: decision records go through isle_store.h.
  *
  * The plugin is also loaded by scontrol and slurmd (to unpack and print the
  * topology, and for message routing): code reached there never touches
@@ -28,7 +36,9 @@
 #include "src/interfaces/topology.h"
 
 #include "isle_place.h"
+#include "isle_store.h"
 #include "isle_topo.h"
+#include "spank_isle.h"
 
 #define ISLE_TOPO_PLUGIN_ID 190 /* unused by Slurm's topology plugins */
 #define ISLE_DEFAULT_FILE "isle.json"
@@ -56,6 +66,10 @@ struct isle__ctx {
 	struct isle__group *switches; /* [topo->nswitches], nodes below */
 	bitstr_t **domains;	      /* multi-node islands only, ndomains */
 	int ndomains;
+	/* The admin's policy for the isle job options: spank_isle.so's
+	 * arguments in plugstack.conf, parsed by the same code (spank_opts.c)
+	 * so sbatch and the controller apply one set of limits. */
+	struct isle__spank_policy policy;
 };
 
 extern struct isle__ctx isle__ctx;
@@ -73,6 +87,12 @@ int isle__records_load(void);
 
 /* Drops the model and every map. */
 void isle__records_free(void);
+
+/* (Re)reads the isle SPANK plugin's arguments from plugstack.conf
+ * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
+ * followed) into isle__ctx.policy. Without the plugin line, or on a bad
+ * argument (logged with file and line), the built-in defaults apply. */
+void isle__policy_load(void);
 
 /* Free GPUs of a Slurm node as a mask (down/drained: 0). slurmctld only. */
 uint64_t isle__node_free_gpus(int slurm_inx, int *total);
@@ -117,7 +137,15 @@ struct isle__job_opts {
 	int set; /* 1 if any SPANK_ISLE_* variable was present */
 };
 
-void isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o);
+/*
+ * Reads the job's options, checked as sbatch checks them (spank_opts.c) and
+ * against isle__ctx.policy: the environment reaches slurmctld from libslurm,
+ * scontrol or slurmrestd without passing spank_isle.so. Returns 0, or
+ * -EINVAL with err naming the variable and the limit (o then holds the
+ * defaults and must not be used for placement).
+ */
+int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
+		       char *err, size_t errlen);
 
 /* --- isle_decision.c --------------------------------------------------- */
 
@@ -133,13 +161,16 @@ void isle__decision_record(job_record_t *job_ptr,
 
 /* Records that isle did not place the job: "isle: WHAT: REASON" in the
  * AdminComment (what: "waiting" or "default selection") and a record
- * without placement, so `islectl explain` tells why. */
+ * without placement, so `islectl explain` tells why. req may be NULL (the
+ * job's options were refused); then the line is also logged, once. */
 void isle__decision_none(job_record_t *job_ptr,
 			 const struct isle_place_req *req, const char *what,
 			 const char *reason,
 			 const struct isle_place_cand *cands, int ncands);
 
-/* Forgets cached decisions (reconfigure). */
-void isle__decision_reset(void);
+/* Starts the record store (slurmctld only; reloads the records an earlier
+ * slurmctld persisted) / stops it. */
+void isle__decision_init(void);
+void isle__decision_fini(void);
 
 #endif /* ISLE_PLUGIN_H */

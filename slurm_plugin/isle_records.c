@@ -6,7 +6,11 @@
  * build_config so that nothing else needs to care.
  */
 #include <errno.h>
+#include <glob.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "isle_plugin.h"
 
@@ -84,22 +88,38 @@ static bitstr_t *_model_bitmap(const int *nodes, int n)
 	return b;
 }
 
-/* Nodes below switch sw, through its child switches (depth-limited so a
- * cabling loop in a bad file cannot recurse forever). */
-static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out, int depth)
+/*
+ * Nodes below switch sw, through its child switches. Each switch is visited
+ * once (seen[] holds the stamp of the walk that reached it), so a fat tree
+ * with many paths, or a cycle in a model built without finalize's check,
+ * costs at most one pass over the switches and links. stack has room for
+ * every switch.
+ */
+static void _switch_nodes(const isle_topo *t, int sw, bitstr_t *out, int *seen,
+			  int stamp, int *stack)
 {
-	const struct isle_switch *s = &t->switches[sw];
+	int top = 0;
 
-	if (depth > 8)
-		return;
-	for (int i = 0; i < s->nnodes; i++) {
-		int n = isle__ctx.model2slurm[s->nodes[i]];
+	stack[top++] = sw;
+	seen[sw] = stamp;
+	while (top > 0) {
+		const struct isle_switch *s = &t->switches[stack[--top]];
 
-		if (n >= 0)
-			bit_set(out, n);
+		for (int i = 0; i < s->nnodes; i++) {
+			int n = isle__ctx.model2slurm[s->nodes[i]];
+
+			if (n >= 0)
+				bit_set(out, n);
+		}
+		for (int i = 0; i < s->ndown; i++) {
+			int d = s->down[i];
+
+			if (d < 0 || d >= t->nswitches || seen[d] == stamp)
+				continue;
+			seen[d] = stamp;
+			stack[top++] = d;
+		}
 	}
-	for (int i = 0; i < s->ndown; i++)
-		_switch_nodes(t, s->down[i], out, depth + 1);
 }
 
 static void _build_maps(void)
@@ -107,7 +127,7 @@ static void _build_maps(void)
 	struct isle__ctx *c = &isle__ctx;
 	const isle_topo *t = c->topo;
 	node_record_t *node_ptr;
-	int unknown = 0;
+	int unknown = 0, *seen, *stack;
 
 	c->nslurm = node_record_count;
 	c->slurm2model = xcalloc(MAX(node_record_count, 1), sizeof(int));
@@ -150,11 +170,15 @@ static void _build_maps(void)
 		    _model_bitmap(t->racks[i].nodes, t->racks[i].nnodes);
 	}
 	c->switches = xcalloc(MAX(t->nswitches, 1), sizeof(*c->switches));
+	seen = xcalloc(MAX(t->nswitches, 1), sizeof(int));
+	stack = xcalloc(MAX(t->nswitches, 1), sizeof(int));
 	for (int i = 0; i < t->nswitches; i++) {
 		c->switches[i].name = xstrdup(t->switches[i].name);
 		c->switches[i].nodes = bit_alloc(node_record_count);
-		_switch_nodes(t, i, c->switches[i].nodes, 0);
+		_switch_nodes(t, i, c->switches[i].nodes, seen, i + 1, stack);
 	}
+	xfree(seen);
+	xfree(stack);
 }
 
 int isle__records_load(void)
@@ -207,6 +231,113 @@ int isle__records_load(void)
 	     t->total_gpus);
 	slurm_mutex_unlock(&c->lock);
 	return SLURM_SUCCESS;
+}
+
+/* --- the admin's job option policy (plugstack.conf) -------------------- */
+
+#define PLUGSTACK_DEPTH 8 /* include nesting, as a guard against loops */
+
+static int _plugstack_file(const char *file, int depth, char *err,
+			   size_t errlen, int *found);
+
+/* include PATTERN: relative to the including file, glob(3) as Slurm. */
+static int _plugstack_include(const char *file, int line, const char *pat,
+			      int depth, char *err, size_t errlen, int *found)
+{
+	char *full = NULL, *dirc;
+	glob_t gl;
+	int rc = 0;
+
+	if (pat[0] != '/') {
+		dirc = xstrdup(file);
+		full = xstrdup_printf("%s/%s", dirname(dirc), pat);
+		xfree(dirc);
+		pat = full;
+	}
+	if (!glob(pat, 0, NULL, &gl)) {
+		for (size_t i = 0; !rc && !*found && i < gl.gl_pathc; i++)
+			rc = _plugstack_file(gl.gl_pathv[i], depth + 1, err,
+					     errlen, found);
+		globfree(&gl);
+	}
+	(void)line;
+	xfree(full);
+	return rc;
+}
+
+/* Looks for the spank_isle.so line; parses its arguments into the policy.
+ * *found is set once the line was seen (first one wins, as for Slurm). */
+static int _plugstack_file(const char *file, int depth, char *err,
+			   size_t errlen, int *found)
+{
+	char buf[4096], perr[256];
+	FILE *f;
+	int lineno = 0, rc = 0;
+
+	if (depth > PLUGSTACK_DEPTH)
+		return 0;
+	if (!(f = fopen(file, "re")))
+		return 0;
+	while (!rc && !*found && fgets(buf, sizeof(buf), f)) {
+		char *av[64], *save = NULL, *tok, *hash;
+		int ac = 0;
+
+		lineno++;
+		if ((hash = strchr(buf, '#')))
+			*hash = '\0';
+		for (tok = strtok_r(buf, " \t\r\n", &save);
+		     tok && ac < (int)ARRAY_SIZE(av);
+		     tok = strtok_r(NULL, " \t\r\n", &save))
+			av[ac++] = tok;
+		if (ac < 2)
+			continue;
+		if (!strcasecmp(av[0], "include")) {
+			rc = _plugstack_include(file, lineno, av[1], depth, err,
+						errlen, found);
+			continue;
+		}
+		if (strcasecmp(av[0], "required") &&
+		    strcasecmp(av[0], "optional"))
+			continue;
+		tok = strrchr(av[1], '/');
+		if (xstrcmp(tok ? tok + 1 : av[1], "spank_isle.so"))
+			continue;
+		*found = 1;
+		if (isle__spank_policy_parse(&isle__ctx.policy, ac - 2, av + 2,
+					     perr, sizeof(perr))) {
+			snprintf(err, errlen, "%s:%d: %s", file, lineno, perr);
+			rc = -EINVAL;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+void isle__policy_load(void)
+{
+	char *path, err[512] = "";
+	int found = 0, rc;
+
+	if (!(path = xstrdup(slurm_conf.plugstack)))
+		path = get_extra_conf_path("plugstack.conf");
+	isle__spank_policy_init(&isle__ctx.policy);
+	rc = _plugstack_file(path, 0, err, sizeof(err), &found);
+	if (rc) {
+		/* sbatch refuses every job on this line too; the limits
+		 * still hold with the built-in defaults. */
+		error("isle: %s; checking job options against the built-in "
+		      "limits",
+		      err);
+		isle__spank_policy_init(&isle__ctx.policy);
+	} else if (found) {
+		verbose("isle: job option policy from %s: max_tp=%d", path,
+			isle__ctx.policy.max_tp);
+	} else {
+		verbose("isle: no spank_isle.so line in %s; checking job "
+			"options against the built-in limits",
+			path);
+	}
+	xfree(path);
 }
 
 uint64_t isle__node_free_gpus(int slurm_inx, int *total)

@@ -1,5 +1,6 @@
 # slurm_plugin module: topology/isle (topology_isle.so) and the isle SPANK
-# plugin (spank_isle.so) for Slurm 24.11, plus `islectl explain`.
+# plugin (spank_isle.so) for Slurm 24.11 and 26.05 (one source; the release
+# differences live in isle_compat.c), plus `islectl explain`.
 #
 # Both plugins are built like Slurm's own (-module -avoid-version: a plain
 # shared object, no libslurm on the link line): Slurm symbols resolve at load
@@ -15,7 +16,9 @@ SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
 		    -pthread -w
 
 # --- topology/isle -------------------------------------------------------
-TOPO_ISLE_SRCS := topology_isle.c isle_records.c isle_eval.c isle_decision.c
+TOPO_ISLE_SRCS := topology_isle.c isle_compat.c isle_records.c isle_eval.c \
+		  isle_decision.c isle_store.c spank_opts.c isle_nodes.c \
+		  isle_jobinfo.c isle_version.c
 TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 # topology/common from the configured Slurm tree, as topology/tree links it.
 SLURM_TOPO_COMMON := common_topo eval_nodes gres_filter gres_sched
@@ -23,7 +26,7 @@ SLURM_TOPO_COMMON_OBJS := $(SLURM_TOPO_COMMON:%=$(B)/slurm_plugin/slurm_common/%
 
 # --- spank_isle ----------------------------------------------------------
 SPANK_ISLE_SRCS := spank_isle.c spank_opts.c spank_local.c spank_remote.c \
-		   spank_job.c spank_gres.c
+		   spank_job.c spank_gres.c isle_version.c
 SPANK_ISLE_OBJS := $(SPANK_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 
 # --- islectl explain -----------------------------------------------------
@@ -78,3 +81,10 @@ BENCHES += bench-slurm
 bench-slurm: $(PLUGINS) $(BINS)
 	@mkdir -p $(B)/bench
 	slurm_plugin/bench-slurm.sh $(B)/bench/slurm_side_by_side.json
+
+UNIT_TESTS += $(B)/tests/test_slurm_plugin_store
+$(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \
+		$(B)/slurm_plugin/isle_store.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_store.o: CPPFLAGS += -Islurm_plugin

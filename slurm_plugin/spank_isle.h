@@ -92,6 +92,12 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 int isle__spank_opt_parse(struct isle__spank_opts *o, int opt, const char *val,
 			  char *err, size_t errlen);
 
+/* Validates one value of the job environment (ISLE_TP=...), which holds
+ * what isle__spank_opt_value wrote: the user forms plus "core" for the
+ * unrestricted span. The controller reads jobs with it. */
+int isle__spank_env_parse(struct isle__spank_opts *o, int opt, const char *val,
+			  char *err, size_t errlen);
+
 /* Applies the policy to what the user gave: fills unset fields from the
  * defaults, checks the codec is allowed and tp within max_tp. */
 int isle__spank_resolve(const struct isle__spank_policy *p,

@@ -25,6 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* slurm_load_job() takes a job id on 24.11 and a slurm_step_id_t from 26.05
+ * on; Slurm's own compatibility wrappers accept the job id on both. */
+#define SLURM_BACKWARD_COMPAT
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 

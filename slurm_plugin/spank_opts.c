@@ -180,6 +180,18 @@ int isle__spank_opt_parse(struct isle__spank_opts *o, int opt, const char *val,
 	return 0;
 }
 
+int isle__spank_env_parse(struct isle__spank_opts *o, int opt, const char *val,
+			  char *err, size_t errlen)
+{
+	/* isle__spank_opt_value writes the unrestricted span as "core". */
+	if (opt == ISLE_OPT_SPAN && val && !strcasecmp(val, "core")) {
+		o->span = ISLE_TIER_CORE;
+		o->set |= 1u << opt;
+		return 0;
+	}
+	return isle__spank_opt_parse(o, opt, val, err, errlen);
+}
+
 void isle__spank_policy_init(struct isle__spank_policy *p)
 {
 	memset(p, 0, sizeof(*p));

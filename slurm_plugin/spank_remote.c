@@ -179,19 +179,47 @@ static long _uniform_tasks(const char *s)
 }
 
 /*
+ * 1 when the step's task distribution puts ranks where the plan does: nodes
+ * filled in order (block, the default; "block:cyclic" only changes CPU
+ * binding inside a node). Cyclic gives the same layout when each node runs
+ * one task or the step has one node, which is what Slurm picks by default
+ * for as many tasks as nodes (pure data parallelism), so it is accepted
+ * there. Otherwise WHY says what to change.
+ */
+static int _distribution_ok(spank_t sp, uint32_t nnodes, long per_node,
+			    char *why, size_t len)
+{
+	char dist[64];
+
+	if (spank_getenv(sp, "SLURM_DISTRIBUTION", dist, sizeof(dist)) !=
+		ESPANK_SUCCESS ||
+	    !strncmp(dist, "block", 5) || !strcmp(dist, "unknown"))
+		return 1;
+	if (!strncmp(dist, "cyclic", 6) && (per_node == 1 || nnodes == 1))
+		return 1;
+	snprintf(why, len,
+		 "--distribution=%s places rank 1 on another node, the plan "
+		 "fills each node first; run the step with -m block",
+		 dist);
+	return 0;
+}
+
+/*
  * 1 if the step runs one task per granted GPU on every node of the job, in
- * block distribution: the rank layout the plan describes (the prolog wrote
- * it for every node with this node's GPU count). Every task of a step
- * decides alike, so the shim is on in all ranks or in none. Any other step gets
- * no plan, since the shim rejects a plan whose rank count differs from
- * MPI_COMM_WORLD's.
+ * a distribution that fills nodes in order: the rank layout the plan
+ * describes (the prolog wrote it for every node with this node's GPU
+ * count). Every task of a step decides alike, so the shim is on in all
+ * ranks or in none. Any other step gets no plan, since the shim rejects a
+ * plan whose rank count differs from MPI_COMM_WORLD's: 0 when this node's
+ * GPUs do not match, -1 when the step's layout does not (the same on every
+ * node).
  */
 static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 			      size_t len)
 {
 	char buf[256];
 	uint32_t nnodes = 0, local = 0;
-	long job_nodes;
+	long job_nodes, per_node;
 	int gpus;
 
 	if (spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS ||
@@ -207,26 +235,17 @@ static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 		ESPANK_SUCCESS)
 		buf[0] = '\0';
 	gpus = _count_list(buf);
-	/* Ranks fill nodes in order only with block distribution (the
-	 * default; "block:cyclic" only changes CPU binding in a node). */
-	if (spank_getenv(sp, "SLURM_DISTRIBUTION", buf, sizeof(buf)) ==
-		ESPANK_SUCCESS &&
-	    strncmp(buf, "block", 5) && strcmp(buf, "unknown")) {
-		snprintf(why, len,
-			 "--distribution=%s: the plan's ranks fill nodes in "
-			 "order (block)",
-			 buf);
-		return 0;
-	}
 	/* The step's layout is the same on every node; a node whose GPU
 	 * count differs from it fails below (uneven --gpus, docs/admin.md). */
 	if (spank_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof(buf)) !=
 		ESPANK_SUCCESS ||
-	    _uniform_tasks(buf) < 0) {
+	    (per_node = _uniform_tasks(buf)) < 0) {
 		snprintf(why, len,
 			 "the step's nodes run different numbers of tasks");
-		return 0;
+		return -1;
 	}
+	if (!_distribution_ok(sp, nnodes, per_node, why, len))
+		return -1;
 	if (gpus > 0 && (long)nnodes == job_nodes && (int)local == gpus &&
 	    (long)ntasks == job_nodes * gpus)
 		return 1;
@@ -251,7 +270,7 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 {
 	char node[256], rundir[512], dir[600], path[700], why[256];
 	uint32_t job_id = 0, step_id = 0, ntasks = 0;
-	int task_id = -1;
+	int task_id = -1, match;
 	char *text;
 
 	if (!st->resolved)
@@ -304,8 +323,17 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	 * settings, and nothing leaks into steps run with --isle-shim=off. */
 	if (step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP)
 		return 0;
-	if (!_step_matches_plan(sp, ntasks, why, sizeof(why))) {
-		if (task_id == 0 && st->user.set && ntasks > 1)
+	why[0] = '\0';
+	if ((match = _step_matches_plan(sp, ntasks, why, sizeof(why))) < 1) {
+		uint32_t rank = 1;
+
+		/* A step-wide reason once (the job's first rank), a node's
+		 * own once per node. */
+		if (match < 0)
+			spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+		else
+			rank = (uint32_t)task_id;
+		if (rank == 0 && why[0] && st->user.set && ntasks > 1)
 			_say_shim_off(job_id, node, why);
 		return 0;
 	}
@@ -321,11 +349,27 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	/* A single task has nobody to reduce with. */
 	if (!st->policy.shim_path[0] || ntasks < 2)
 		return 0;
+	/*
+	 * Checked here, in the task: container plugins listed before isle
+	 * (pyxis) have set up the step's mount namespace by now, so a path
+	 * the step cannot see is never preloaded (ld.so would print an error
+	 * for every process). One notice per step, from its first task.
+	 */
 	if (access(st->policy.shim_path, R_OK)) {
-		if (task_id == 0)
-			_say_shim_off(job_id, node,
-				      "the shim library configured in "
-				      "plugstack.conf is missing on this node");
+		uint32_t global_id = 1;
+
+		if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id) ==
+			ESPANK_SUCCESS &&
+		    global_id == 0) {
+			char msg[sizeof(st->policy.shim_path) + 160];
+
+			snprintf(msg, sizeof(msg),
+				 "%s is not visible in this step (a container "
+				 "without isle's mount, see docs/admin.md, or "
+				 "missing on this node): not preloaded",
+				 st->policy.shim_path);
+			_say_shim_off(job_id, node, msg);
+		}
 		return 0;
 	}
 	if (_preload_shim(sp, st->policy.shim_path) && task_id == 0)

@@ -17,6 +17,9 @@
 #   isle_pt_gres_idx JOBID                "node idxlist" per node (scontrol -d).
 #   isle_pt_expand LIST                   "0-2,5" -> "0 1 2 5"
 #   isle_pt_require_plugins               exit 77 unless both .so are built.
+#   isle_pt_topo [NAME]                   scontrol show topology, only the
+#       records named NAME or holding node NAME (24.11: `show topology NAME`;
+#       26.05 reads a bare NAME as a topology.yaml name: `node=NAME`).
 
 ISLE_PT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ISLE_PT_PLUGINS=$ISLE_PT_REPO/build/slurm
@@ -32,6 +35,17 @@ isle_pt_require_plugins() {
 }
 
 isle__pt_name() { printf 'n%02d' "$1"; }
+
+isle_pt_topo() {
+	if [ -z "${1:-}" ]; then
+		scontrol show topology
+		return
+	fi
+	case $(scontrol --version) in
+	"slurm 24.11"*) scontrol show topology "$1" ;;
+	*) scontrol show topology node="$1" ;;
+	esac
+}
 
 isle_pt_gb200() {
 	local dir=$1 nodes=$2 dsize=$3 lsize=$4 i d l first last sep

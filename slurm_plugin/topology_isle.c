@@ -1,13 +1,16 @@
 /*
- * topology_isle.c - topology/isle: Slurm 24.11 topology plugin entry points.
+ * topology_isle.c - topology/isle: the plugin's identity and the bodies of
+ * its entry points, written once for every supported Slurm release.
  *
- * Defines every symbol src/interfaces/topology.c dlsyms. Node selection is in
- * isle_eval.c; the cluster file and node maps in isle_records.c.
+ * isle_compat.c exports the entry points with the signatures of the release
+ * at hand and calls these. Node selection is in isle_eval.c; the cluster
+ * file and node maps in isle_records.c; run-time node changes in
+ * isle_nodes.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "isle_plugin.h"
+#include "isle_compat.h"
 
 #include "slurm/slurm_errno.h"
 #include "src/common/hostlist.h"
@@ -25,31 +28,58 @@ ISLE_EXPORT const char plugin_type[] = "topology/isle";
 ISLE_EXPORT const uint32_t plugin_id = ISLE_TOPO_PLUGIN_ID;
 ISLE_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-ISLE_EXPORT int init(void)
+/*
+ * A plugin built for another Slurm than the one running it never places
+ * jobs: the controller keeps running with its default selection.
+ */
+static bool disabled;
+
+int isle__topo_init(void)
 {
+	if (isle__version_check(plugin_type)) {
+		error("isle: not placing jobs: Slurm's default selection is "
+		      "used");
+		disabled = true;
+		return SLURM_SUCCESS;
+	}
 	verbose("%s loaded", plugin_name);
 	return SLURM_SUCCESS;
 }
 
-ISLE_EXPORT int fini(void)
+int isle__topo_fini(void)
 {
 	slurm_mutex_lock(&isle__ctx.lock);
 	isle__records_free();
 	xfree(isle__ctx.path);
 	xfree(isle__ctx.load_error);
 	slurm_mutex_unlock(&isle__ctx.lock);
-	isle__decision_reset();
+	isle__decision_fini();
+	xfree(isle__topo_name);
 	return SLURM_SUCCESS;
 }
 
 /* Startup and every scontrol reconfigure: reload the cluster file. A bad
  * file is logged and selection falls back to Slurm's default. */
-ISLE_EXPORT int topology_p_build_config(void)
+int isle__topo_build_config(const char *name)
 {
-	if (!running_in_slurmctld())
+	if (!running_in_slurmctld() || disabled)
 		return SLURM_SUCCESS;
-	isle__decision_reset();
+	if (name && xstrcmp(isle__topo_name, name)) {
+		xfree(isle__topo_name);
+		isle__topo_name = xstrdup(name);
+	}
+	isle__decision_init();
+	isle__policy_load();
 	(void)isle__records_load();
+	isle__nodes_sync(true);
+	return SLURM_SUCCESS;
+}
+
+int isle__topo_destroy_config(void)
+{
+	slurm_mutex_lock(&isle__ctx.lock);
+	isle__records_free();
+	slurm_mutex_unlock(&isle__ctx.lock);
 	return SLURM_SUCCESS;
 }
 
@@ -58,9 +88,10 @@ ISLE_EXPORT int topology_p_build_config(void)
  * but not of the policies that outrank it (--spread-job, LLN partitions,
  * pack_serial_at_end, busy-node preference): trump_others stays false.
  */
-ISLE_EXPORT int topology_p_eval_nodes(topology_eval_t *topo_eval)
+int isle__topo_eval_nodes(topology_eval_t *topo_eval)
 {
 	topo_eval->trump_others = false;
+	isle__nodes_sync(false);
 	if (isle__ctx.topo &&
 	    bit_overlap_any(isle__ctx.model_nodes, topo_eval->node_map))
 		topo_eval->eval_nodes = isle__eval_nodes;
@@ -70,7 +101,7 @@ ISLE_EXPORT int topology_p_eval_nodes(topology_eval_t *topo_eval)
 }
 
 /* --exclusive=topo and reservations: widen to whole multi-node islands. */
-ISLE_EXPORT int topology_p_whole_topo(bitstr_t *node_mask)
+int isle__topo_whole_topo(bitstr_t *node_mask)
 {
 	for (int i = 0; i < isle__ctx.ndomains; i++) {
 		if (bit_overlap_any(isle__ctx.domains[i], node_mask))
@@ -80,7 +111,7 @@ ISLE_EXPORT int topology_p_whole_topo(bitstr_t *node_mask)
 }
 
 /* Island, rack or switch name -> its nodes (do not free). */
-ISLE_EXPORT bitstr_t *topology_p_get_bitmap(char *name)
+bitstr_t *isle__topo_get_bitmap(const char *name)
 {
 	struct isle__ctx *c = &isle__ctx;
 
@@ -118,7 +149,7 @@ static int _rank_cmp(const void *a, const void *b)
  * contiguous: Slurm's default best-fit then walks islands in order. Runs
  * before build_config, so it loads the file on its own.
  */
-ISLE_EXPORT bool topology_p_generate_node_ranking(void)
+bool isle__topo_node_ranking(void)
 {
 	char err[512] = "", *path = isle__records_path();
 	isle_topo *t = NULL;
@@ -126,7 +157,8 @@ ISLE_EXPORT bool topology_p_generate_node_ranking(void)
 	node_record_t *node_ptr;
 	int *rank;
 
-	if (xstrcasestr(slurm_conf.topology_param, "IsleNoNodeRank") ||
+	if (disabled ||
+	    xstrcasestr(slurm_conf.topology_param, "IsleNoNodeRank") ||
 	    isle_topo_load(path, &t, err, sizeof(err))) {
 		xfree(path);
 		return false;
@@ -155,26 +187,19 @@ ISLE_EXPORT bool topology_p_generate_node_ranking(void)
 	return true;
 }
 
-ISLE_EXPORT int topology_p_get_node_addr(char *node_name, char **paddr,
-					 char **ppattern)
+int isle__topo_get_node_addr(char *node_name, char **paddr, char **ppattern)
 {
 	return common_topo_get_node_addr(node_name, paddr, ppattern);
 }
 
-ISLE_EXPORT int topology_p_split_hostlist(hostlist_t *hl, hostlist_t ***sp_hl,
-					  int *count, uint16_t tree_width)
+int isle__topo_split_hostlist(hostlist_t *hl, hostlist_t ***sp_hl, int *count,
+			      uint16_t tree_width)
 {
 	return common_topo_split_hostlist_treewidth(hl, sp_hl, count,
 						    tree_width);
 }
 
-ISLE_EXPORT int topology_p_topology_free(void *topoinfo_ptr)
-{
-	isle__topoinfo_free(topoinfo_ptr);
-	return SLURM_SUCCESS;
-}
-
-ISLE_EXPORT int topology_p_get(topology_data_t type, void *data)
+int isle__topo_get(topology_data_t type, void *data)
 {
 	switch (type) {
 	case TOPO_DATA_TOPOLOGY_PTR: {
@@ -198,13 +223,15 @@ ISLE_EXPORT int topology_p_get(topology_data_t type, void *data)
 		*exclusive = 0;
 		return SLURM_SUCCESS;
 	}
+	default:
+		break;
 	}
 	error("isle: unsupported topology_p_get type %d", type);
 	return SLURM_ERROR;
 }
 
-ISLE_EXPORT int topology_p_topology_pack(void *topoinfo_ptr, buf_t *buffer,
-					 uint16_t protocol_version)
+int isle__topoinfo_pack(void *topoinfo_ptr, buf_t *buffer,
+			uint16_t protocol_version)
 {
 	struct isle__topoinfo *ti = topoinfo_ptr;
 
@@ -223,8 +250,8 @@ ISLE_EXPORT int topology_p_topology_pack(void *topoinfo_ptr, buf_t *buffer,
 	return SLURM_SUCCESS;
 }
 
-ISLE_EXPORT int topology_p_topology_unpack(void **topoinfo_pptr, buf_t *buffer,
-					   uint16_t protocol_version)
+int isle__topoinfo_unpack(void **topoinfo_pptr, buf_t *buffer,
+			  uint16_t protocol_version)
 {
 	struct isle__topoinfo *ti = xmalloc(sizeof(*ti));
 
@@ -305,9 +332,9 @@ static bool _rec_matches(const struct isle__topo_rec *r, const char *filter)
 	return match;
 }
 
-/* scontrol show topology [NAME]: runs in scontrol. */
-ISLE_EXPORT int topology_p_topology_print(void *topoinfo_ptr, char *nodes_list,
-					  char **out)
+/* scontrol show topology [NAME] [unit=NAME]: runs in scontrol. */
+int isle__topoinfo_print(void *topoinfo_ptr, char *nodes_list, const char *unit,
+			 char **out)
 {
 	struct isle__topoinfo *ti = topoinfo_ptr;
 	int matched = 0;
@@ -317,13 +344,15 @@ ISLE_EXPORT int topology_p_topology_print(void *topoinfo_ptr, char *nodes_list,
 		if (nodes_list && nodes_list[0] &&
 		    !_rec_matches(&ti->recs[i], nodes_list))
 			continue;
+		if (unit && unit[0] && xstrcmp(ti->recs[i].name, unit))
+			continue;
 		_print_rec(&ti->recs[i], out);
 		matched++;
 	}
-	if (!matched && nodes_list && nodes_list[0])
+	if (!matched && ((nodes_list && nodes_list[0]) || (unit && unit[0])))
 		error("isle topology has no island, rack, switch or node named "
 		      "%s",
-		      nodes_list);
+		      (unit && unit[0]) ? unit : nodes_list);
 	return SLURM_SUCCESS;
 }
 
@@ -331,7 +360,7 @@ ISLE_EXPORT int topology_p_topology_print(void *topoinfo_ptr, char *nodes_list,
  * Backfill's bf_topopt: lower is better. Fragmentation of the cluster if
  * only the nodes in node_mask were free, scaled to 0..1000000.
  */
-ISLE_EXPORT uint32_t topology_p_get_fragmentation(bitstr_t *node_mask)
+uint32_t isle__topo_get_fragmentation(bitstr_t *node_mask)
 {
 	struct isle__ctx *c = &isle__ctx;
 	uint64_t *free_mask;

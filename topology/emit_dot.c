@@ -2,13 +2,17 @@
  * emit_dot.c - Graphviz picture of the cluster.
  *
  * Switches are boxes ranked by level (core on top), nodes sit below their
- * switches, each multi-node NVLink domain is a cluster around its nodes,
- * and a node's label lists its intra-node islands. Nodes of a job share a
- * fill colour, with a legend.
+ * switches, each rack is a grey cluster around its nodes, each multi-node
+ * NVLink domain a dashed cluster (inside its rack when it has one), and a
+ * node's label lists its intra-node islands. Nodes appear left to right in
+ * name order, and cluster labels sit at the bottom, away from the cables
+ * coming down. Nodes of a job share a fill
+ * colour, with a legend.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "topo_priv.h"
 
@@ -73,9 +77,70 @@ static void emit_node(const isle_topo *t, int i, const int *job_of_node,
 	fputs("\"];\n", out);
 }
 
+static int cmp_node_name(const void *a, const void *b, void *arg)
+{
+	const isle_topo *t = arg;
+
+	return strverscmp(t->nodes[*(const int *)a].name,
+			  t->nodes[*(const int *)b].name);
+}
+
+/* The rack all of the domain's nodes are in, else -1. */
+static int domain_rack(const isle_topo *t, const struct isle_island *is)
+{
+	int r = is->nnodes ? t->nodes[is->nodes[0]].rack : -1;
+
+	for (int k = 1; k < is->nnodes; k++)
+		if (t->nodes[is->nodes[k]].rack != r)
+			return -1;
+	return r;
+}
+
+/* Domains of rack r (-1: those in no single rack) and the loose nodes of
+ * rack r (-1: of no rack). order[] is in name order; dot places the nodes
+ * of a cluster right to left in the order they are declared, others left
+ * to right, so nodes in a cluster are declared last name first. */
+static void emit_group(const isle_topo *t, int r, const int *order,
+		       const int *job_of_node, FILE *out)
+{
+	for (int d = 0; d < t->nislands; d++) {
+		const struct isle_island *is = &t->islands[d];
+
+		if (!is->multi_node || domain_rack(t, is) != r)
+			continue;
+		fprintf(out, "  subgraph cluster_d%d {\n    label=", d);
+		q(out, "NVLink domain ", is->name);
+		fputs("; labelloc=b; style=dashed;\n", out);
+		for (int k = t->nnodes - 1; k >= 0; k--)
+			if (t->nodes[order[k]].domain == d)
+				emit_node(t, order[k], job_of_node, out);
+		fputs("  }\n", out);
+	}
+	for (int i = 0; i < t->nnodes; i++) {
+		int k = r >= 0 ? t->nnodes - 1 - i : i;
+		const struct isle_node *n = &t->nodes[order[k]];
+
+		if (n->rack == r && n->domain < 0)
+			emit_node(t, order[k], job_of_node, out);
+	}
+}
+
 int isle_emit_dot(const isle_topo *t, const int *job_of_node,
 		  const char *const *job_names, int njobs, FILE *out)
 {
+	int *order = malloc(((size_t)t->nnodes + 1) * sizeof(int));
+	int *down = malloc(((size_t)t->nnodes + 1) * sizeof(int));
+
+	if (!order || !down) {
+		free(order);
+		free(down);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < t->nnodes; i++)
+		order[i] = i;
+	qsort_r(order, (size_t)t->nnodes, sizeof(int), cmp_node_name,
+		(void *)t);
+
 	fputs("graph cluster {\n", out);
 	fputs("  graph [rankdir=TB, fontname=\"Helvetica\", labelloc=t, "
 	      "label=",
@@ -109,22 +174,19 @@ int isle_emit_dot(const isle_topo *t, const int *job_of_node,
 			fputs("  }\n", out);
 	}
 
-	/* Nodes: domains as clusters, the rest loose. */
-	for (int d = 0; d < t->nislands; d++) {
-		const struct isle_island *is = &t->islands[d];
-
-		if (!is->multi_node)
+	/* Nodes: racks and domains as clusters, the rest loose. */
+	for (int r = 0; r < t->nracks; r++) {
+		if (!t->racks[r].nnodes)
 			continue;
-		fprintf(out, "  subgraph cluster_d%d {\n    label=", d);
-		q(out, "NVLink domain ", is->name);
-		fputs("; style=dashed;\n", out);
-		for (int k = 0; k < is->nnodes; k++)
-			emit_node(t, is->nodes[k], job_of_node, out);
+		fprintf(out, "  subgraph cluster_r%d {\n    label=", r);
+		q(out, "rack ", t->racks[r].name);
+		fputs("; labelloc=b; style=filled; fillcolor=\"#f4f4f4\"; "
+		      "color=\"#bbbbbb\";\n",
+		      out);
+		emit_group(t, r, order, job_of_node, out);
 		fputs("  }\n", out);
 	}
-	for (int i = 0; i < t->nnodes; i++)
-		if (t->nodes[i].domain < 0)
-			emit_node(t, i, job_of_node, out);
+	emit_group(t, -1, order, job_of_node, out);
 
 	/* Cables: switch-switch, then switch-node once per pair. */
 	for (int s = 0; s < t->nswitches; s++) {
@@ -137,14 +199,19 @@ int isle_emit_dot(const isle_topo *t, const int *job_of_node,
 			q(out, "s:", t->switches[sw->down[k]].name);
 			fputs(";\n", out);
 		}
+		memcpy(down, sw->nodes, (size_t)sw->nnodes * sizeof(int));
+		qsort_r(down, (size_t)sw->nnodes, sizeof(int), cmp_node_name,
+			(void *)t);
 		for (int k = 0; k < sw->nnodes; k++) {
 			fputs("  ", out);
 			q(out, "s:", sw->name);
 			fputs(" -- ", out);
-			q(out, "n:", t->nodes[sw->nodes[k]].name);
+			q(out, "n:", t->nodes[down[k]].name);
 			fputs(";\n", out);
 		}
 	}
+	free(order);
+	free(down);
 
 	if (job_names && njobs > 0) {
 		fputs("  subgraph cluster_legend {\n    label=\"jobs\";\n",

@@ -12,6 +12,10 @@
  * no CPU layout, so the caller gives it: one core list for every GPU
  * ("0-15"), or one per NUMA node ("0:0-31;1:32-63", GPUs of an unknown
  * NUMA node get all of them).
+ *
+ * Type= (optional) must match the type in slurm.conf's Gres=gpu:TYPE:N:
+ * a node whose gres.conf lacks it while slurm.conf has one registers with
+ * fewer typed GPUs than configured and Slurm sets it INVAL.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -112,8 +116,21 @@ bad:
 	return -EINVAL;
 }
 
+/* Slurm's GRES type names: what a Gres=gpu:TYPE:N token can hold. */
+int isle_gres_type_valid(const char *type)
+{
+	size_t n = type ? strlen(type) : 0;
+
+	if (!n || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)type[i]) && !strchr("_.-", type[i]))
+			return 0;
+	return 1;
+}
+
 static void emit_node(const isle_topo *t, int ni, const char *dev_dir,
-		      const struct cores *cores, FILE *out)
+		      const struct cores *cores, const char *type, FILE *out)
 {
 	const struct isle_node *n = &t->nodes[ni];
 
@@ -127,8 +144,10 @@ static void emit_node(const isle_topo *t, int ni, const char *dev_dir,
 			cl = numa >= 0 && numa < MAX_NUMA && cores->numa[numa]
 				 ? cores->numa[numa]
 				 : cores->all;
-		fprintf(out, "NodeName=%s Name=gpu File=%s/nvidia%d", n->name,
-			dev_dir, a);
+		fprintf(out, "NodeName=%s Name=gpu", n->name);
+		if (type)
+			fprintf(out, " Type=%s", type);
+		fprintf(out, " File=%s/nvidia%d", dev_dir, a);
 		if (cl && *cl)
 			fprintf(out, " Cores=%s", cl);
 		fputs(" Links=", out);
@@ -146,12 +165,14 @@ static void emit_node(const isle_topo *t, int ni, const char *dev_dir,
 }
 
 int isle_emit_gres(const isle_topo *t, int node, const char *dev_dir,
-		   const char *cores, FILE *out)
+		   const char *cores, const char *type, FILE *out)
 {
 	struct cores c;
 	int rc;
 
 	if (node < -1 || node >= t->nnodes)
+		return -EINVAL;
+	if (type && !isle_gres_type_valid(type))
 		return -EINVAL;
 	if (cores && (rc = cores_parse(cores, &c)))
 		return rc;
@@ -163,7 +184,7 @@ int isle_emit_gres(const isle_topo *t, int node, const char *dev_dir,
 		t->name ? t->name : "");
 	for (int i = 0; i < t->nnodes; i++)
 		if ((node < 0 || node == i) && t->nodes[i].ngpus)
-			emit_node(t, i, dev_dir, cores ? &c : NULL, out);
+			emit_node(t, i, dev_dir, cores ? &c : NULL, type, out);
 	if (cores)
 		cores_free(&c);
 	return ferror(out) ? -EIO : 0;

@@ -856,7 +856,7 @@ static int above(const isle_ibnd_fabric *f, int a, int b)
 /*
  * A switch description an admin set on purpose ("leaf-r1", "ib-spine-03")
  * names the switch better than its GUID. Firmware defaults ("Voltaire 4036
- * - 36 QDR ports switch", "MF0;host:MQM9700/U1", "Mellanox Technologies
+ * - 36 QDR ports switch", "Mellanox Technologies
  * Aggregation Node", "MT4129 ...") have spaces or punctuation, so only one
  * word of [A-Za-z0-9._-] with a letter in it qualifies, and not a chip name
  * or something shaped like a dump id or a bare GUID.
@@ -886,47 +886,70 @@ static int usable_switch_desc(const char *d)
 }
 
 /*
- * Names of the switches, by fabric node index: the description where it is
- * usable and no other switch has it (nor as its dump id), else the dump id.
- * The strings belong to f.
+ * The name a switch's description gives it, or NULL. Managed NVIDIA
+ * switches describe themselves as "MF0;HOSTNAME:MODEL/U1": the host name
+ * is the admin's ("A09-P1-IBLEAF-04-04"), the rest firmware. *owned gets
+ * a new string when the name is cut out of the description.
  */
-static int switch_names(const isle_ibnd_fabric *f, const char **names)
+static const char *desc_name(const struct isle_ibnd_node *n, char **owned)
 {
-	/* once: descriptions seen; taken: seen twice, or a switch's id. */
+	const char *d = n->desc, *colon;
+
+	*owned = NULL;
+	if (!strncmp(d, "MF0;", 4) && (colon = strchr(d + 4, ':'))) {
+		*owned = strndup(d + 4, (size_t)(colon - d - 4));
+		if (*owned && usable_switch_desc(*owned))
+			return *owned;
+		free(*owned);
+		*owned = NULL;
+		return NULL;
+	}
+	return usable_switch_desc(d) ? d : NULL;
+}
+
+/*
+ * Names of the switches, by fabric node index: the name the description
+ * gives (desc_name) where no other switch has it (nor as its dump id), else
+ * the dump id. The strings belong to f, or to owned[] (freed by the caller,
+ * NULL where unused).
+ */
+static int switch_names(const isle_ibnd_fabric *f, const char **names,
+			char **owned)
+{
+	/* once: names seen; taken: seen twice, or a switch's id. */
 	struct isle__index *once = isle__index_create();
 	struct isle__index *taken = isle__index_create();
+	const char **cand = calloc((size_t)f->nnodes + 1, sizeof(*cand));
 	int i, rc = -ENOMEM;
 
-	if (!once || !taken)
+	for (i = 0; i < f->nnodes; i++)
+		owned[i] = NULL;
+	if (!once || !taken || !cand)
 		goto out;
 	for (i = 0; i < f->nnodes; i++)
 		if (f->nodes[i].type == ISLE_IBND_SWITCH &&
 		    isle__index_put(taken, f->nodes[i].id, 1) == -ENOMEM)
 			goto out;
 	for (i = 0; i < f->nnodes; i++) {
-		const struct isle_ibnd_node *n = &f->nodes[i];
-
-		if (n->type != ISLE_IBND_SWITCH || !usable_switch_desc(n->desc))
+		if (f->nodes[i].type != ISLE_IBND_SWITCH ||
+		    !(cand[i] = desc_name(&f->nodes[i], &owned[i])))
 			continue;
-		rc = isle__index_put(once, n->desc, i);
+		rc = isle__index_put(once, cand[i], i);
 		if (rc == -EEXIST)
-			rc = isle__index_put(taken, n->desc, 1);
+			rc = isle__index_put(taken, cand[i], 1);
 		if (rc == -ENOMEM)
 			goto out;
 	}
 	for (i = 0; i < f->nnodes; i++) {
-		const struct isle_ibnd_node *n = &f->nodes[i];
-
-		names[i] = n->id;
-		if (n->type == ISLE_IBND_SWITCH &&
-		    usable_switch_desc(n->desc) &&
-		    isle__index_get(taken, n->desc) < 0)
-			names[i] = n->desc;
+		names[i] = f->nodes[i].id;
+		if (cand[i] && isle__index_get(taken, cand[i]) < 0)
+			names[i] = cand[i];
 	}
 	rc = 0;
 out:
 	isle__index_destroy(once);
 	isle__index_destroy(taken);
+	free(cand);
 	return rc;
 }
 
@@ -949,11 +972,168 @@ static int cmp_switch(const void *a, const void *b, void *arg)
 	return c ? c : (x > y) - (x < y);
 }
 
+/*
+ * The part of the fabric a host subset uses: keep_host[i] for the host CAs
+ * of the listed hosts, keep_sw[i] for the switches cabled to them and every
+ * switch above those (the up-paths their traffic can take). Warns about
+ * listed hosts the dump lacks; -ENOENT when it has none of them.
+ */
+static int select_hosts(const isle_ibnd_fabric *f, const char *list, char *keep,
+			char *err, size_t errlen)
+{
+	struct isle__index *want = NULL, *seen = NULL;
+	char **hosts = NULL, herr[256];
+	int nhosts = 0, *queue = NULL, nq = 0, missing = 0, i, j, rc;
+
+	rc = isle_hostlist_expand(list, &hosts, &nhosts, herr, sizeof(herr));
+	if (rc)
+		return isle__err(rc, err, errlen, "--nodes '%s': %s", list,
+				 herr);
+	want = isle__index_create();
+	seen = isle__index_create();
+	queue = malloc((size_t)f->nnodes * sizeof(*queue) + 1);
+	if (!want || !seen || !queue) {
+		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nhosts; i++)
+		isle__index_put(want, hosts[i], i);
+	memset(keep, 0, (size_t)f->nnodes);
+	for (i = 0; i < f->nnodes; i++) {
+		const struct isle_ibnd_node *c = &f->nodes[i];
+
+		if (!c->host || isle__index_get(want, c->host) < 0)
+			continue;
+		keep[i] = 1;
+		isle__index_put(seen, c->host, i);
+		for (j = 0; j < c->nlinks; j++) {
+			int s = c->links[j].peer;
+
+			if (f->nodes[s].type == ISLE_IBND_SWITCH && !keep[s]) {
+				keep[s] = 1;
+				queue[nq++] = s;
+			}
+		}
+	}
+	for (int q = 0; q < nq; q++) {
+		const struct isle_ibnd_node *n = &f->nodes[queue[q]];
+
+		for (j = 0; j < n->nlinks; j++) {
+			int r = n->links[j].peer;
+
+			if (f->nodes[r].type == ISLE_IBND_SWITCH && !keep[r] &&
+			    above(f, r, queue[q])) {
+				keep[r] = 1;
+				queue[nq++] = r;
+			}
+		}
+	}
+	for (i = 0; i < nhosts; i++)
+		missing += isle__index_get(seen, hosts[i]) < 0;
+	if (missing == nhosts)
+		rc = isle__err(-ENOENT, err, errlen,
+			       "%s: none of the hosts of --nodes '%s' is in "
+			       "the dump",
+			       f->source, list);
+	else if (missing)
+		isle__warn("%s: %d of the %d hosts of --nodes are not in the "
+			   "dump",
+			   f->source, missing, nhosts);
+out:
+	isle_hostlist_free(hosts, nhosts);
+	isle__index_destroy(want);
+	isle__index_destroy(seen);
+	free(queue);
+	return rc;
+}
+
+static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
+		   char *err, size_t errlen);
+
+/*
+ * Oversubscription from the cabling: what the leafs take in from their CAs
+ * over what they send up (the spine tier), and what the spines below a core
+ * take in from their leafs over what they send up (the core tier), summed
+ * over the switches of that level. Rates where the dump gives them all,
+ * else cable counts. Only a tier still at the default 1 is set; overrides
+ * merged later win.
+ */
+static void derive_oversub(const isle_ibnd_fabric *f, const char *keep,
+			   isle_topo *t)
+{
+	double down[2] = {0, 0}, up[2] = {0, 0};
+	int counts = 0, pass, i, j;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < f->nnodes; i++) {
+			const struct isle_ibnd_node *n = &f->nodes[i];
+			double d = 0, u = 0;
+			int k;
+
+			if (n->type != ISLE_IBND_SWITCH || (keep && !keep[i]))
+				continue;
+			if (n->level == ISLE_SW_LEAF)
+				k = 0;
+			else if (n->level == ISLE_SW_SPINE)
+				k = 1;
+			else
+				continue;
+			for (j = 0; j < n->nlinks; j++) {
+				int r = n->links[j].peer;
+				double w = counts ? 1.0 : n->links[j].gbps;
+
+				if (!counts && w <= 0) {
+					counts = 1;
+					break;
+				}
+				/* SHARP aggregation nodes live inside the
+				 * switch and carry no host traffic. */
+				if (f->nodes[r].type != ISLE_IBND_SWITCH) {
+					if (k == 0 &&
+					    f->nodes[r].kind !=
+						ISLE_IBND_CA_AGGREGATION)
+						d += w;
+				} else if (above(f, r, i)) {
+					u += w;
+				} else if (k == 1 &&
+					   f->nodes[r].level < n->level) {
+					d += w;
+				}
+			}
+			if (j < n->nlinks)
+				break;
+			if (u > 0 && d > 0) {
+				down[k] += d;
+				up[k] += u;
+			}
+		}
+		if (i == f->nnodes)
+			break;
+		down[0] = down[1] = up[0] = up[1] = 0;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct isle_tier_param *p =
+		    &t->tier[k ? ISLE_TIER_CORE : ISLE_TIER_SPINE];
+		double ratio = up[k] > 0 ? down[k] / up[k] : 0;
+
+		if (ratio >= 1.01 && p->oversub == 1.0)
+			p->oversub = (double)(long)(ratio * 100 + 0.5) / 100;
+	}
+}
+
 int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		      size_t errlen)
 {
+	return to_topo(f, NULL, t, err, errlen);
+}
+
+/* isle_ibnd_to_topo, for the fabric nodes keep[] marks (NULL: all). */
+static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
+		   char *err, size_t errlen)
+{
 	struct isle__index *nodes = NULL;
 	const char **swname = NULL;
+	char **owned = NULL;
 	int *sw = NULL, *order = NULL, nsw = 0, rc = 0, i, j, k;
 	long peer_links = 0;
 	struct sw_order so;
@@ -961,8 +1141,10 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 	sw = malloc((size_t)f->nnodes * sizeof(*sw) + 1);
 	order = malloc((size_t)f->nnodes * sizeof(*order) + 1);
 	swname = malloc((size_t)f->nnodes * sizeof(*swname) + 1);
+	owned = calloc((size_t)f->nnodes + 1, sizeof(*owned));
 	nodes = isle__index_create();
-	if (!sw || !order || !swname || !nodes || switch_names(f, swname) < 0) {
+	if (!sw || !order || !swname || !owned || !nodes ||
+	    switch_names(f, swname, owned) < 0) {
 		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory",
 			       f->source);
 		goto out;
@@ -971,7 +1153,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		isle__index_put(nodes, t->nodes[i].name, i);
 	for (i = 0; i < f->nnodes; i++) {
 		sw[i] = -1;
-		if (f->nodes[i].type == ISLE_IBND_SWITCH)
+		if (f->nodes[i].type == ISLE_IBND_SWITCH && (!keep || keep[i]))
 			order[nsw++] = i;
 	}
 	so.f = f;
@@ -1055,7 +1237,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 		int nd, nic = -1;
 		uint64_t guid;
 
-		if (!c->host)
+		if (!c->host || (keep && !keep[i]))
 			continue;
 		nd = isle__index_get(nodes, c->host);
 		if (nd < 0) {
@@ -1116,6 +1298,7 @@ int isle_ibnd_to_topo(const isle_ibnd_fabric *f, isle_topo *t, char *err,
 			}
 		}
 	}
+	derive_oversub(f, keep, t);
 	if (f->naggregation || f->nanonymous)
 		isle__warn("%s: %d aggregation nodes and %d anonymous CAs "
 			   "excluded",
@@ -1125,6 +1308,9 @@ out:
 	free(sw);
 	free(order);
 	free(swname);
+	for (i = 0; owned && i < f->nnodes; i++)
+		free(owned[i]);
+	free(owned);
 	isle__index_destroy(nodes);
 	return rc;
 }
@@ -1134,6 +1320,7 @@ int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
 			size_t errlen)
 {
 	isle_ibnd_fabric *f = NULL;
+	char *keep = NULL;
 	int rc;
 
 	if (!t)
@@ -1141,7 +1328,14 @@ int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
 	rc = isle_ibnd_parse(dump_path, opts, &f, err, errlen);
 	if (rc < 0)
 		return rc;
-	rc = isle_ibnd_to_topo(f, t, err, errlen);
+	if (opts && opts->nodes) {
+		keep = malloc((size_t)f->nnodes + 1);
+		rc = keep ? select_hosts(f, opts->nodes, keep, err, errlen)
+			  : isle__err(-ENOMEM, err, errlen, "out of memory");
+	}
+	if (rc >= 0)
+		rc = to_topo(f, keep, t, err, errlen);
+	free(keep);
 	isle_ibnd_fabric_destroy(f);
 	return rc;
 }

@@ -247,6 +247,16 @@ isle_tier isle_topo_gpu_tier(const isle_topo *t, int na, int ga, int nb,
  * node, else LEAF/SPINE/CORE by group. */
 isle_tier isle_topo_node_tier(const isle_topo *t, int na, int nb);
 
+/*
+ * Sets the island tier's bandwidth from the NVLink links the GPUs have (the
+ * NVLink matrix, capped at the links per GPU of the model's generation,
+ * times GB/s per link: V100 6 x 25, A100 12 x 25, H100 18 x 25, B200
+ * 18 x 50), the lowest of all GPUs with NVLink. Only while the tier is at
+ * its default (450) and every such GPU's model is known. Returns the value
+ * set, or 0.
+ */
+double isle_topo_derive_nvlink_bw(isle_topo *t);
+
 /* Effective per-GPU bandwidth (GB/s) and latency (us) of a tier, with
  * oversubscription applied to the bandwidth. */
 double isle_topo_tier_bw(const isle_topo *t, isle_tier tier);
@@ -370,6 +380,9 @@ struct isle_ibnd_opts {
 	const char *guid_map;  /* "H-<guid> host" / "0x<guid> host" lines */
 	const char *spine_map; /* switch ids or GUIDs that are never leafs */
 	unsigned flags;	       /* ISLE_IBND_* */
+	/* isle_ibnd_load_opts: host list of the hosts to take ("gpu[001-064]"),
+	 * NULL for all; only switches above them are kept. */
+	const char *nodes;
 };
 
 /*
@@ -462,12 +475,16 @@ int isle_emit_slurm_tree(const isle_topo *t, FILE *out);
  * domain, then one per leaf group of the remaining nodes; BlockSizes. */
 int isle_emit_slurm_block(const isle_topo *t, FILE *out);
 
-/* Slurm gres.conf lines "NodeName=n Name=gpu File=DIR/nvidiaI [Cores=..]
- * Links=..." for one node (index) or all (node = -1); dev_dir NULL means
- * /dev. cores (NULL: no Cores=) is one Slurm core list for every GPU
- * ("0-15") or one per NUMA node ("0:0-31;1:32-63"); -EINVAL if malformed. */
+/* Slurm gres.conf lines "NodeName=n Name=gpu [Type=T] File=DIR/nvidiaI
+ * [Cores=..] Links=..." for one node (index) or all (node = -1); dev_dir
+ * NULL means /dev. cores (NULL: no Cores=) is one Slurm core list for every
+ * GPU ("0-15") or one per NUMA node ("0:0-31;1:32-63"). type (NULL: none)
+ * is the GRES type of slurm.conf's Gres=gpu:TYPE:N. -EINVAL if malformed. */
 int isle_emit_gres(const isle_topo *t, int node, const char *dev_dir,
-		   const char *cores, FILE *out);
+		   const char *cores, const char *type, FILE *out);
+
+/* 1 if TYPE can be a Slurm GRES type name (letters, digits, "_.-"). */
+int isle_gres_type_valid(const char *type);
 
 /* NCCL topology XML (NCCL_TOPO_FILE) of one node. */
 int isle_emit_nccl_xml(const isle_topo *t, int node, FILE *out);

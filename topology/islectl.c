@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "isle_topo.h"
 #include "islectl.h"
 
@@ -288,21 +290,25 @@ static int cmd_emit(int argc, char **argv)
 	    {"node", required_argument, NULL, 'n'},
 	    {"dev-dir", required_argument, NULL, 'd'},
 	    {"cores", required_argument, NULL, 'c'},
+	    {"type", required_argument, NULL, 't'},
 	    {"output", required_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *node = NULL, *dev_dir = NULL, *outp = NULL, *kind;
-	const char *cores = NULL;
+	const char *cores = NULL, *type = NULL;
 	isle_topo *t;
 	FILE *out, *mem;
 	char *text = NULL;
 	size_t len = 0;
 	int c, ni = -1, rc;
 
-	while ((c = getopt_long(argc, argv, "n:d:c:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:d:c:t:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cores = optarg;
+			break;
+		case 't':
+			type = optarg;
 			break;
 		case 'n':
 			node = optarg;
@@ -324,6 +330,13 @@ static int cmd_emit(int argc, char **argv)
 	    strcmp(kind, "gres") && strcmp(kind, "nccl-xml")) {
 		fprintf(stderr, "%s: emit: unknown format '%s'\n", prog, kind);
 		goto usage;
+	}
+	if (type && (strcmp(kind, "gres") || !isle_gres_type_valid(type))) {
+		fprintf(stderr,
+			"%s: emit: --type '%s': a GRES type of letters, "
+			"digits, '_', '.', '-' (emit gres only)\n",
+			prog, type);
+		return EXIT_USAGE;
 	}
 	t = load(argv[optind + 1]);
 	if (!t)
@@ -357,7 +370,7 @@ static int cmd_emit(int argc, char **argv)
 	} else if (!strcmp(kind, "slurm-block")) {
 		rc = isle_emit_slurm_block(t, mem);
 	} else if (!strcmp(kind, "gres")) {
-		rc = isle_emit_gres(t, ni, dev_dir, cores, mem);
+		rc = isle_emit_gres(t, ni, dev_dir, cores, type, mem);
 	} else {
 		rc = isle_emit_nccl_xml(t, ni, mem);
 	}
@@ -385,8 +398,8 @@ static int cmd_emit(int argc, char **argv)
 usage:
 	fprintf(stderr,
 		"usage: %s emit slurm-tree|slurm-block|gres|nccl-xml "
-		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] [-o OUT] "
-		"FILE\n",
+		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] "
+		"[--type TYPE] [-o OUT] FILE\n",
 		prog);
 	return EXIT_USAGE;
 }
@@ -637,6 +650,49 @@ static int add_node_json(const char *path, char ***files, int *n, int *cap)
 	return rc;
 }
 
+static int cmp_pstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* 1 if the node file's host is one of hosts[n] (sorted); 0 if not; -1 if
+ * the file cannot be read (the merge then reports why). */
+static int node_file_wanted(const char *path, char **hosts, int n)
+{
+	json_object *root = json_object_from_file(path), *h;
+	const char *name;
+	int rc = -1;
+
+	if (root && json_object_object_get_ex(root, "hostname", &h) &&
+	    (name = json_object_get_string(h)))
+		rc = bsearch(&name, hosts, (size_t)n, sizeof(char *),
+			     cmp_pstr) != NULL;
+	json_object_put(root);
+	return rc;
+}
+
+/* Drops the node files of hosts outside --nodes from files[*n]. */
+static int filter_node_files(char **files, int *n, const char *list)
+{
+	char **hosts = NULL, err[256];
+	int nhosts = 0, k = 0;
+
+	if (isle_hostlist_expand(list, &hosts, &nhosts, err, sizeof(err))) {
+		fprintf(stderr, "%s: --nodes '%s': %s\n", prog, list, err);
+		return 1;
+	}
+	qsort(hosts, (size_t)nhosts, sizeof(char *), cmp_pstr);
+	for (int i = 0; i < *n; i++) {
+		if (node_file_wanted(files[i], hosts, nhosts))
+			files[k++] = files[i];
+		else
+			free(files[i]);
+	}
+	*n = k;
+	isle_hostlist_free(hosts, nhosts);
+	return 0;
+}
+
 static int cmd_build(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -646,11 +702,12 @@ static int cmd_build(int argc, char **argv)
 	    {"node-json", required_argument, NULL, 'n'},
 	    {"overrides", required_argument, NULL, 'r'},
 	    {"name", required_argument, NULL, 'N'},
+	    {"nodes", required_argument, NULL, 'w'},
 	    {"output", required_argument, NULL, 'o'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *dump = NULL, *map = NULL, *over = NULL, *outp = NULL;
-	const char *name = NULL, *spines = NULL;
+	const char *name = NULL, *spines = NULL, *subset = NULL;
 	const char **node_json = calloc((size_t)argc + 1, sizeof(char *));
 	char **files = NULL;
 	int nnode_json = 0, nfiles = 0, capfiles = 0, c, rc = 1;
@@ -659,7 +716,7 @@ static int cmd_build(int argc, char **argv)
 
 	if (!node_json)
 		return 1;
-	while ((c = getopt_long(argc, argv, "i:m:s:n:r:N:o:", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "i:m:s:n:r:N:w:o:", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'i':
@@ -679,6 +736,9 @@ static int cmd_build(int argc, char **argv)
 			break;
 		case 'N':
 			name = optarg;
+			break;
+		case 'w':
+			subset = optarg;
 			break;
 		case 'o':
 			outp = optarg;
@@ -710,6 +770,7 @@ static int cmd_build(int argc, char **argv)
 		    .guid_map = map,
 		    .spine_map = spines,
 		    .flags = map ? ISLE_IBND_KEEP_ANONYMOUS : 0,
+		    .nodes = subset,
 		};
 
 		if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) < 0) {
@@ -720,6 +781,8 @@ static int cmd_build(int argc, char **argv)
 	for (int i = 0; i < nnode_json; i++)
 		if (add_node_json(node_json[i], &files, &nfiles, &capfiles))
 			goto out;
+	if (subset && filter_node_files(files, &nfiles, subset))
+		goto out;
 	/* All node files at once: nodes sharing an NVML fabric clique become
 	 * one multi-node NVLink domain (GB200 NVL72). */
 	if (nfiles &&
@@ -728,6 +791,12 @@ static int cmd_build(int argc, char **argv)
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		goto out;
 	}
+	/* Before the overrides, which may set the tier themselves. */
+	if (nfiles && isle_topo_derive_nvlink_bw(t) > 0)
+		fprintf(stderr,
+			"%s: island tier: %g GB/s per GPU, from the GPUs' "
+			"NVLink links\n",
+			prog, t->tier[ISLE_TIER_ISLAND].bw_gbps);
 	if (over && isle_topo_merge_json(t, over, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: error: %s\n", prog, err);
 		goto out;
@@ -769,7 +838,7 @@ usage:
 		"usage: %s build [--ibnetdiscover DUMP [--map GUIDMAP] "
 		"[--spines SPINEFILE]] "
 		"[--node-json DIR_OR_FILE...] [--overrides FILE] [--name NAME] "
-		"[-o cluster.json]\n",
+		"[--nodes HOSTLIST] [-o cluster.json]\n",
 		prog);
 	free(node_json);
 	return EXIT_USAGE;
@@ -782,21 +851,21 @@ static int cmd_help(int argc, char **argv);
 
 static const struct isle__cmd commands[] = {
     {"build",
-     "--ibnetdiscover DUMP [--map MAP] [--spines FILE] "
-     "[--node-json PATH...] "
-     "[--overrides FILE] [-o OUT]",
+     "[--ibnetdiscover DUMP [--map MAP] [--spines FILE]] "
+     "[--node-json PATH...] [--overrides FILE] [--name NAME] "
+     "[--nodes HOSTLIST] [-o OUT]",
      "build a cluster file from discovery data", cmd_build},
     {"validate", "FILE", "check a cluster file (exit 1 on errors)",
      cmd_validate},
     {"show", "FILE", "print fabric, islands and racks", cmd_show},
     {"emit",
      "slurm-tree|slurm-block|gres|nccl-xml [--node N] "
-     "[--dev-dir DIR] [--cores SPEC] [-o OUT] FILE",
+     "[--dev-dir DIR] [--cores SPEC] [--type TYPE] [-o OUT] FILE",
      "write Slurm topology.conf, gres.conf or NCCL topology XML", cmd_emit},
-    {"dot", "[-o OUT.png|.svg] [--jobs JOBSFILE] FILE",
+    {"dot", "[-o OUT.png|.svg|.pdf|.dot] [--jobs JOBSFILE] FILE",
      "draw the cluster with Graphviz", cmd_dot},
-    {"explain", "JOBID", "why the Slurm plugin placed a job where it did",
-     isle__cmd_explain},
+    {"explain", "[--state-dir DIR] [--json] JOBID",
+     "why the Slurm plugin placed a job where it did", isle__cmd_explain},
     {"help", "", "this text", cmd_help},
 };
 

@@ -1051,6 +1051,14 @@ static int load_gpus(struct jl *j, struct jv *node, int ni,
 		return jerr_key(j, -ERANGE, "gpus", "more than %d GPUs",
 				ISLE_MAX_GPUS_PER_NODE);
 	ngpus = (int)jv_len(v);
+	/* GPUs merge by position: a shorter list would drop GPUs that
+	 * discovery found, a longer one invent some. */
+	if (j->t->nodes[ni].ngpus && ngpus != j->t->nodes[ni].ngpus)
+		return jerr_key(j, -EINVAL, "gpus",
+				"%d entries, but node '%s' has %d GPUs (GPUs "
+				"are matched by position: list each)",
+				ngpus, j->t->nodes[ni].name,
+				j->t->nodes[ni].ngpus);
 	if (isle_topo_set_ngpus(j->t, ni, ngpus))
 		return jerr_key(j, -ENOMEM, "gpus", "out of memory");
 	old = push_key(j, "gpus");
@@ -1238,23 +1246,14 @@ static int load_gpu_nic(struct jl *j, int ni, int g, struct jv *v)
 	return rc;
 }
 
-static int load_node(struct jl *j, struct jv *item)
+/* One node object applied to the node NAME. */
+static int load_node_one(struct jl *j, struct jv *item, const char *name)
 {
-	static const char *const keys[] = {
-	    "name", "rack", "gpus", "nvlinks", "nvlink_all", "nics", NULL};
 	struct jv *gpu_nics[ISLE_MAX_GPUS_PER_NODE] = {0};
-	const char *name = NULL, *rack = NULL;
+	const char *rack = NULL;
 	int rc, ni;
 
-	rc = expect(j, item, J_OBJ);
-	if (!rc)
-		rc = check_keys(j, item, keys);
-	if (!rc)
-		rc = get_str(j, item, "name", 1, &name);
-	if (!rc)
-		rc = check_name(j, name);
-	if (!rc)
-		rc = define(j, j->seen_nodes, name, "node");
+	rc = check_name(j, name);
 	if (rc)
 		return rc;
 	ni = isle_topo_find_node(j->t, name);
@@ -1262,7 +1261,11 @@ static int load_node(struct jl *j, struct jv *item)
 		ni = isle_topo_add_node(j->t, name, 0);
 	if (ni < 0)
 		return jerr(j, ni, "cannot add node '%s'", name);
-	rc = load_gpus(j, item, ni, gpu_nics);
+	/* The index keeps the key: the model's copy outlives a host list's
+	 * expansion. */
+	rc = define(j, j->seen_nodes, j->t->nodes[ni].name, "node");
+	if (!rc)
+		rc = load_gpus(j, item, ni, gpu_nics);
 	if (!rc)
 		rc = load_nvlinks(j, item, ni);
 	if (!rc)
@@ -1277,6 +1280,36 @@ static int load_node(struct jl *j, struct jv *item)
 
 		rc = r < 0 ? r : assign_rack(j, ni, r, "rack");
 	}
+	return rc;
+}
+
+/*
+ * A node object. Its name may be a host list ("gb[001-018]"): the object
+ * then applies to each of those nodes, as an override of racks or NICs
+ * for a whole rack is written once.
+ */
+static int load_node(struct jl *j, struct jv *item)
+{
+	static const char *const keys[] = {
+	    "name", "rack", "gpus", "nvlinks", "nvlink_all", "nics", NULL};
+	const char *name = NULL;
+	char **hosts = NULL, err[256];
+	int rc, nhosts = 0;
+
+	rc = expect(j, item, J_OBJ);
+	if (!rc)
+		rc = check_keys(j, item, keys);
+	if (!rc)
+		rc = get_str(j, item, "name", 1, &name);
+	if (rc)
+		return rc;
+	if (!strchr(name, '['))
+		return load_node_one(j, item, name);
+	if (isle_hostlist_expand(name, &hosts, &nhosts, err, sizeof(err)))
+		return jerr_key(j, -EINVAL, "name", "'%s': %s", name, err);
+	for (int h = 0; !rc && h < nhosts; h++)
+		rc = load_node_one(j, item, hosts[h]);
+	isle_hostlist_free(hosts, nhosts);
 	return rc;
 }
 

@@ -960,6 +960,77 @@ out:
 	return rc;
 }
 
+/*
+ * Switch links must form a DAG (parents above children): a file that lists
+ * spines under leafs and leafs under spines has cycles, and every walk down
+ * the fabric would loop. Iterative DFS (no recursion on a user-sized graph);
+ * on a back edge the message names the switches on the cycle.
+ */
+static int check_switch_cycles(const isle_topo *t, char *err, size_t errlen)
+{
+	int ns = t->nswitches, rc = 0, depth, i, k, start;
+	/* state: 0 unseen, 1 on the DFS path, 2 done */
+	char *state = calloc((size_t)ns + 1, 1);
+	int *path = malloc(((size_t)ns + 1) * sizeof(int));
+	int *next = malloc(((size_t)ns + 1) * sizeof(int));
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!state || !path || !next) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ns; i++) {
+		if (state[i])
+			continue;
+		depth = 0;
+		path[0] = i;
+		next[0] = 0;
+		state[i] = 1;
+		while (depth >= 0) {
+			const struct isle_switch *s = &t->switches[path[depth]];
+
+			if (next[depth] >= s->ndown) {
+				state[path[depth--]] = 2;
+				continue;
+			}
+			k = s->down[next[depth]++];
+			if (state[k] == 2)
+				continue;
+			if (state[k] == 0) {
+				state[k] = 1;
+				path[++depth] = k;
+				next[depth] = 0;
+				continue;
+			}
+			/* k is on the path: the cycle is path[start..depth]. */
+			for (start = depth; path[start] != k; start--)
+				;
+			f = open_memstream(&msg, &len);
+			if (!f) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			for (int d = start; d <= depth; d++)
+				fprintf(f, "%s -> ", t->switches[path[d]].name);
+			fprintf(f, "%s", t->switches[k].name);
+			fclose(f);
+			rc = isle__err(-EINVAL, err, errlen,
+				       "switch links form a cycle (a switch is "
+				       "below itself): %s",
+				       msg ? msg : "?");
+			goto out;
+		}
+	}
+out:
+	free(msg);
+	free(state);
+	free(path);
+	free(next);
+	return rc;
+}
+
 int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 {
 	int rc, i;
@@ -985,6 +1056,9 @@ int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 		if (rc)
 			goto out;
 	}
+	rc = check_switch_cycles(t, err, errlen);
+	if (rc)
+		goto out;
 	t->ngroups[ISLE_TIER_ISLAND] = t->nislands;
 	t->ngroups[ISLE_TIER_NODE] = t->nnodes;
 	derive_levels(t);
@@ -1080,4 +1154,57 @@ const char *isle_sw_level_name(isle_sw_level l)
 	if ((int)l < ISLE_SW_LEAF || l > ISLE_SW_UNKNOWN)
 		return NULL;
 	return level_names[l];
+}
+
+/* NVLink links per GPU and GB/s per link and direction, by GPU model. */
+static const struct {
+	const char *tag;
+	int links;
+	double gbps;
+} nvlink_gen[] = {
+    {"P100", 4, 20.0},	 {"V100", 6, 25.0},   {"A100", 12, 25.0},
+    {"A800", 8, 25.0},	 {"H100", 18, 25.0},  {"H200", 18, 25.0},
+    {"H800", 8, 25.0},	 {"GB200", 18, 50.0}, {"B200", 18, 50.0},
+    {"GB300", 18, 50.0}, {"B300", 18, 50.0},
+};
+
+double isle_topo_derive_nvlink_bw(isle_topo *t)
+{
+	double bw = 0.0;
+
+	if (!t || t->tier[ISLE_TIER_ISLAND].bw_gbps !=
+		      default_tier[ISLE_TIER_ISLAND].bw_gbps)
+		return 0.0;
+	for (int i = 0; i < t->nnodes; i++) {
+		const struct isle_node *n = &t->nodes[i];
+
+		for (int a = 0; a < n->ngpus; a++) {
+			const char *model = n->gpus[a].model;
+			long sum = 0;
+			size_t k;
+
+			for (int b = 0; b < n->ngpus; b++)
+				sum += n->nvlinks[a * n->ngpus + b];
+			if (!sum)
+				continue;
+			/* An unknown model leaves the default alone. */
+			for (k = 0; model && k < sizeof(nvlink_gen) /
+						     sizeof(nvlink_gen[0]);
+			     k++)
+				if (strstr(model, nvlink_gen[k].tag))
+					break;
+			if (!model ||
+			    k == sizeof(nvlink_gen) / sizeof(nvlink_gen[0]))
+				return 0.0;
+			/* Behind NVSwitches every pair shows the GPU's own
+			 * link count: a row sum above it is the switch. */
+			if (sum > nvlink_gen[k].links)
+				sum = nvlink_gen[k].links;
+			if (bw == 0.0 || sum * nvlink_gen[k].gbps < bw)
+				bw = (double)sum * nvlink_gen[k].gbps;
+		}
+	}
+	if (bw > 0.0)
+		t->tier[ISLE_TIER_ISLAND].bw_gbps = bw;
+	return bw;
 }

@@ -3,7 +3,7 @@
 # with an NVIDIA GPU (e.g. through the device `run` tool):
 #   1. build the CUDA codecs, libisle_nccl.so and the two check programs;
 #   2. codec_cuda_check: GPU codecs bit-identical to the CPU reference;
-#   3. nccl_smoke under LD_PRELOAD=libisle_nccl.so with the hierarchical
+#   3. nccl_smoke under LD_PRELOAD=libisle_preload.so (-> libisle_nccl.so) with the hierarchical
 #      path forced, once per codec.
 # Writes its log to ${OUT:-build/gpu-check}/gpu-check.log.
 # Exit 0 pass, 1 fail, 77 no GPU.
@@ -24,7 +24,7 @@ fi
 # needed here, so point make's deps stamp at a file that exists.
 stamp=$out/.deps-ok
 touch "$stamp"
-targets="build/lib/libisle_nccl.so build/tests/gpu/codec_cuda_check build/tests/gpu/nccl_smoke"
+targets="build/lib/libisle_preload.so build/lib/libisle_nccl.so build/tests/gpu/codec_cuda_check build/tests/gpu/nccl_smoke"
 # sm_90 (H100/H200) only keeps the build short; override CUDA_ARCHS if needed.
 if ! make -j"$(nproc)" DEPS_OK="$stamp" CUDA_ARCHS="${CUDA_ARCHS:-90}" $targets; then
 	echo "run-gpu-check: FAIL: build"
@@ -35,7 +35,7 @@ fail=0
 echo "== codec_cuda_check"
 timeout 300 build/tests/gpu/codec_cuda_check || fail=1
 
-shim=$PWD/build/lib/libisle_nccl.so
+shim=$PWD/build/lib/libisle_preload.so
 for codec in none fp16 bf16 int8 topk:0.01 topk:0.25; do
 	echo "== nccl_smoke $codec"
 	err=$out/smoke-${codec//:/_}.err

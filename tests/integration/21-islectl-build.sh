@@ -115,6 +115,23 @@ grep -q '(NVLink domain): 2 nodes, 4 GPUs: gb\[01-02\]$' "$work/gb.show" ||
 [ "$(grep -c 'NVLink domain' "$work/gb.show")" = 1 ] ||
 	fail "a single-node clique became a domain: $(cat "$work/gb.show")"
 
+# --nodes: a subset of the fabric, with only the node files of its hosts.
+mkdir -p "$work/subnodes"
+for h in sl390lin101 sl390lin102 r422node1; do
+	sed -e "s/\"hostname\": \"pascal4\"/\"hostname\": \"$h\"/" "$golden" >"$work/subnodes/$h.json"
+done
+"$islectl" build --ibnetdiscover "$data/X5.topofile" --map "$data/X5.map" \
+	--node-json "$work/subnodes" --nodes 'sl390lin[101-104]' -o "$work/sub.json" \
+	2>"$work/sub.err" || fail "build --nodes: $(cat "$work/sub.err")"
+"$islectl" validate "$work/sub.json" >"$work/sub.out" 2>&1 || fail "validate sub.json: $(cat "$work/sub.out")"
+grep -q "ok: 4 nodes, 4 GPUs" "$work/sub.out" || fail "build --nodes: $(cat "$work/sub.out")"
+
+# islectl help names every option of every command.
+"$islectl" help >"$work/help.out" || fail "islectl help"
+for opt in --name --nodes --overrides --spines --type --cores --state-dir --json; do
+	grep -q -- "$opt" "$work/help.out" || fail "islectl help lacks $opt"
+done
+
 if command -v dot >/dev/null; then
 	echo "42 sl390lin[101-104]" >"$work/jobs"
 	"$islectl" dot --jobs "$work/jobs" -o "$work/x5.svg" "$work/x5.json" || fail "dot"

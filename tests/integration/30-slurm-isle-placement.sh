@@ -56,7 +56,8 @@ for want in "Topology=isle Cluster=gb200-test" "RackName=rack1 Nodes=n\[01-08\] 
 	"SwitchName=leaf2 Level=leaf Nodes=n\[09-16\] GPUs=32" "SwitchName=spine1 Level=spine Switches=leaf\[1-2\]"; do
 	echo "$topo" | grep -q "$want" || fail "scontrol show topology lacks '$want'"
 done
-scontrol show topology n05 | grep -q "IslandName=nvl2" || fail "show topology n05 lacks nvl2"
+topo_n05=$(isle_pt_topo n05)
+echo "$topo_n05" | grep -q "IslandName=nvl2" || fail "show topology n05 lacks nvl2: $topo_n05"
 scontrol show partition isl2 | grep -q " Nodes=n\[05-08\]$" || fail "switch{nvl2} is not n[05-08]"
 scontrol show partition withn10 | grep -q " Nodes=n\[09-12\]$" || fail "blockwith{n10} is not n[09-12]"
 
@@ -67,7 +68,7 @@ for n in n01 n08; do
 	isle_pt_wait_state "$j" RUNNING 60 || fail "holder job on $n did not start"
 	hold+=("$j")
 done
-free_nvl1=$(scontrol show topology nvl1 | grep -o 'FreeGPUs=[0-9]*')
+free_nvl1=$(isle_pt_topo nvl1 | grep -o 'FreeGPUs=[0-9]*')
 [ "$free_nvl1" = "FreeGPUs=12" ] || fail "nvl1 free GPUs after holding n01: $free_nvl1"
 
 scontrol update nodename=n16 state=drain reason=isle-test || fail "cannot drain n16"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # comm_shim under local Open MPI (mpirun, shared memory): the PMPI shim
-# libisle_mpi.so preloaded into build/tests/comm_mpi_check.
+# libisle_preload.so (-> libisle_mpi_ompi.so) preloaded into build/tests/comm_mpi_check.
 #   exactness: codec none bit-identical to MPI_Allreduce on integer-valued
 #              floats (real values within 2*p*eps), 2..16 ranks, unequal
 #              ranks per node through plan files, sizes 1..2^26, in place,
@@ -14,7 +14,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=build
 CHECK=$B/tests/comm_mpi_check
-SHIM=$PWD/$B/lib/libisle_mpi.so
+SHIM=$PWD/$B/lib/libisle_preload.so
 
 command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
 [ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }

@@ -2,7 +2,7 @@
 # 41-comm-srun-pmix: the MPI shim in a real launch. A 3-node test cluster
 # (4 fake GPUs each); build/tests/comm_mpi_check runs under
 # `srun --mpi=pmix` (Open MPI direct launch through Slurm's PMIx plugin) with
-# LD_PRELOAD=build/lib/libisle_mpi.so, and its MPI_Allreduce results are
+# LD_PRELOAD=build/lib/libisle_preload.so, and its MPI_Allreduce results are
 # checked against the MPI library's own PMPI_Allreduce:
 #  1. -N2 -n8 without a plan: levels from host names (every test node has
 #     the same host name, so one level); codec none bit-identical.
@@ -28,7 +28,7 @@ source "$repo/tests/cluster/cluster.sh"
 isle_cluster_require
 
 CHECK=$repo/build/tests/comm_mpi_check
-SHIM=$repo/build/lib/libisle_mpi.so
+SHIM=$repo/build/lib/libisle_preload.so
 if [ ! -x "$CHECK" ] || [ ! -f "$SHIM" ]; then
 	echo "SKIP: $CHECK or $SHIM not built"
 	exit 77

@@ -9,7 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=build
 CHECK=$B/tests/comm_mpi_check
-SHIM=$PWD/$B/lib/libisle_mpi.so
+SHIM=$PWD/$B/lib/libisle_preload.so
 
 command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
 [ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }

@@ -32,7 +32,7 @@ done
 command -v xmllint >/dev/null || { echo "SKIP: xmllint missing (libxml2-utils)"; exit 77; }
 # The real shim if it is built; any harmless library shows the mechanics.
 first_file() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
-shim=$(first_file "$repo/build/lib/libisle_mpi.so" /usr/lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libm.so.6)
+shim=$(first_file "$repo/build/lib/libisle_preload.so" /usr/lib/x86_64-linux-gnu/libm.so.6 /lib/x86_64-linux-gnu/libm.so.6)
 # An LD_PRELOAD entry of the job's own, which must stay first.
 user_lib=$(first_file /usr/lib/x86_64-linux-gnu/libdl.so.2 /lib/x86_64-linux-gnu/libdl.so.2)
 [ -n "$shim" ] && [ -n "$user_lib" ] || { echo "SKIP: no library to preload"; exit 77; }

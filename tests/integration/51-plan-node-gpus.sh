@@ -23,7 +23,7 @@ isle_cluster_require
 agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 CHECK=$repo/build/tests/comm_mpi_check
-SHIM=$repo/build/lib/libisle_mpi.so
+SHIM=$repo/build/lib/libisle_preload.so
 for f in "$agent" "$spank" "$CHECK" "$SHIM"; do
 	[ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
 done

@@ -13,7 +13,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tests/cluster/cluster.sh"
 isle_cluster_require
 for f in build/bin/islectl build/bin/isle-agent build/slurm/topology_isle.so \
-	build/slurm/spank_isle.so build/lib/libisle_mpi.so; do
+	build/slurm/spank_isle.so build/lib/libisle_preload.so; do
 	[ -e "$repo/$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
 done
 command -v mpicc >/dev/null || { echo "SKIP: mpicc missing"; exit 77; }

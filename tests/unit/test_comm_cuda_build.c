@@ -1,6 +1,7 @@
 /*
  * test_comm_cuda_build.c - libisle_nccl.so as built here, without a GPU:
- * it loads with every dependency resolved, exports only the interposed NCCL
+ * it loads into a CUDA program with every symbol resolved (its CUDA calls
+ * bind to the program's runtime), exports only the interposed NCCL
  * entry points and the CUDA codec table, forwards what it does not handle
  * to the real NCCL, rejects bad codec arguments, fails cleanly (an error,
  * not a crash) where no GPU exists, and refuses to run with a bad plan.
@@ -125,7 +126,9 @@ static void test_no_gpu(void **state)
 	    ISLE_CODEC_NONE, ISLE_CODEC_FP16, ISLE_CODEC_BF16, ISLE_CODEC_INT8,
 	    ISLE_CODEC_TOPK};
 	void *h = open_shim();
-	int (*count)(int *) = (int (*)(int *))dlsym(h, "cudaGetDeviceCount");
+	/* The program's own CUDA runtime: the backend links none. */
+	int (*count)(int *) =
+	    (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaGetDeviceCount");
 	const struct isle_codec_ops *ops =
 	    ((ops_fn)dlsym(h, "isle_codec_cuda_ops"))();
 	float x[64] = {1}, y[64];

@@ -309,6 +309,14 @@ static void test_no_placement(void **state)
 				assert_true(k[i].cost == r.cost.total);
 			}
 		assert_int_equal(chosen, 1);
+		/* each scope once, although several fills try it (a leaf
+		 * group was listed twice) */
+		for (i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				assert_false(k[i].scope_tier ==
+						 k[j].scope_tier &&
+					     k[i].scope == k[j].scope);
+		assert_true(n >= 2);
 	}
 	isle_place_result_fini(&r);
 	isle_place_destroy(c);
@@ -333,6 +341,15 @@ static void test_bad_requests(void **state)
 	    {4096, 0, 0, 8, 1, ISLE_PLACE_REQUIRED, -E2BIG, "cluster has"},
 	    {16, 0, 16, 8, 1, ISLE_PLACE_REQUIRED, -E2BIG, "largest node"},
 	    {8, 0, 0, 2, 1, 7, -EINVAL, "mode"},
+	    /* Products that overflow an int: 65536 x 65536 wrapped to 0 and
+	     * gpus % (tp * pp) raised SIGFPE. */
+	    {65536, 0, 0, 65536, 65536, ISLE_PLACE_REQUIRED, -EINVAL,
+	     "tp x pp"},
+	    {0, 65536, 65536, 1, 1, ISLE_PLACE_REQUIRED, -EINVAL, "overflows"},
+	    {1 << 30, 0, 0, 1 << 15, 1 << 16, ISLE_PLACE_REQUIRED, -EINVAL,
+	     "tp x pp"},
+	    {0x7ffffffe, 0, 0, 2, 0x40000000, ISLE_PLACE_PREFERRED, -EINVAL,
+	     "tp x pp"},
 	};
 	isle_topo *t;
 	isle_place_ctx *c;

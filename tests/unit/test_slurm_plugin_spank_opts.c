@@ -71,6 +71,43 @@ static void test_mode_span_shim(void **state)
 	assert_int_equal(parse(&o, ISLE_OPT_COUNT, "x"), -EINVAL);
 }
 
+/*
+ * What sbatch writes into the job environment (resolved values, span
+ * "core" when unrestricted) reads back in the controller unchanged; the
+ * controller's reader keeps the user parser's limits.
+ */
+static void test_env_roundtrip(void **state)
+{
+	struct isle__spank_policy p;
+	struct isle__spank_opts user = {0}, job, back = {0};
+	char buf[64];
+
+	isle__spank_policy_init(&p);
+	assert_int_equal(parse(&user, ISLE_OPT_TP, "8"), 0);
+	assert_int_equal(isle__spank_resolve(&p, &user, &job, err, sizeof(err)),
+			 0);
+	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
+		const char *v =
+		    isle__spank_opt_value(&job, opt, buf, sizeof(buf));
+
+		if (isle__spank_env_parse(&back, opt, v, err, sizeof(err)))
+			fail_msg("%s=%s: %s", isle__spank_opt_env(opt), v, err);
+	}
+	assert_int_equal(back.tp, 8);
+	assert_int_equal(back.span, ISLE_TIER_CORE);
+	assert_int_equal(back.mode, job.mode);
+	assert_int_equal(back.set, (1u << ISLE_OPT_COUNT) - 2);
+	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_TP, "65536", err,
+					       sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(
+	    err,
+	    "invalid --isle-tp '65536': expected an integer from 1 to 1024");
+	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_SPAN, "rack",
+					       err, sizeof(err)),
+			 -EINVAL);
+}
+
 static void test_compress(void **state)
 {
 	struct isle__spank_opts o = {0};
@@ -247,6 +284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tp_pp),
 	    cmocka_unit_test(test_mode_span_shim),
+	    cmocka_unit_test(test_env_roundtrip),
 	    cmocka_unit_test(test_compress),
 	    cmocka_unit_test(test_policy),
 	    cmocka_unit_test(test_resolve),

@@ -103,21 +103,22 @@ static void test_gres(void **state)
 	int dgx = isle_topo_find_node(topo, "dgx01");
 	char *text = NULL;
 
-	EMIT(isle_emit_gres(topo, -1, "/tmp/devs", NULL, out), text);
+	EMIT(isle_emit_gres(topo, -1, "/tmp/devs", NULL, NULL, out), text);
 	expect_golden(text, "emit-gres.conf");
 	free(text);
-	EMIT(isle_emit_gres(topo, dgx, NULL, NULL, out), text);
+	EMIT(isle_emit_gres(topo, dgx, NULL, NULL, NULL, out), text);
 	assert_non_null(strstr(text, "NodeName=dgx01 Name=gpu "
 				     "File=/dev/nvidia7 "
 				     "Links=18,18,18,18,18,18,18,-1\n"));
 	assert_null(strstr(text, "gb01"));
 	free(text);
-	assert_int_equal(isle_emit_gres(topo, topo->nnodes, NULL, NULL, stdout),
-			 -EINVAL);
+	assert_int_equal(
+	    isle_emit_gres(topo, topo->nnodes, NULL, NULL, NULL, stdout),
+	    -EINVAL);
 
 	/* Cores=: per NUMA node (dgx01 GPUs 4-7 are on NUMA 1), or one list
 	 * for all; pcie01's GPU 0 has no NUMA node and gets every core. */
-	EMIT(isle_emit_gres(topo, -1, NULL, "0:0-15;1:16-31", out), text);
+	EMIT(isle_emit_gres(topo, -1, NULL, "0:0-15;1:16-31", NULL, out), text);
 	assert_non_null(strstr(text,
 			       "NodeName=dgx01 Name=gpu File=/dev/nvidia5 "
 			       "Cores=16-31 Links="));
@@ -128,13 +129,14 @@ static void test_gres(void **state)
 			       "NodeName=pcie01 Name=gpu File=/dev/nvidia1 "
 			       "Cores=16-31 Links="));
 	free(text);
-	EMIT(isle_emit_gres(topo, dgx, NULL, "0-7", out), text);
+	EMIT(isle_emit_gres(topo, dgx, NULL, "0-7", NULL, out), text);
 	assert_non_null(strstr(text, "File=/dev/nvidia6 Cores=0-7 Links="));
 	free(text);
-	assert_int_equal(isle_emit_gres(topo, dgx, NULL, "0:1;0:2", stdout),
+	assert_int_equal(
+	    isle_emit_gres(topo, dgx, NULL, "0:1;0:2", NULL, stdout), -EINVAL);
+	assert_int_equal(isle_emit_gres(topo, dgx, NULL, "x", NULL, stdout),
 			 -EINVAL);
-	assert_int_equal(isle_emit_gres(topo, dgx, NULL, "x", stdout), -EINVAL);
-	assert_int_equal(isle_emit_gres(topo, dgx, NULL, "0:", stdout),
+	assert_int_equal(isle_emit_gres(topo, dgx, NULL, "0:", NULL, stdout),
 			 -EINVAL);
 	/* Regression: only characters were checked, so these were written
 	 * into gres.conf for slurmd to reject. */
@@ -144,11 +146,26 @@ static void test_gres(void **state)
 	    "0-1048576", "0:0-3;1:7-2", "0:0-3;1:,"};
 	for (size_t i = 0; i < sizeof(bad_cores) / sizeof(bad_cores[0]); i++)
 		assert_int_equal(
-		    isle_emit_gres(topo, dgx, NULL, bad_cores[i], stdout),
+		    isle_emit_gres(topo, dgx, NULL, bad_cores[i], NULL, stdout),
 		    -EINVAL);
-	EMIT(isle_emit_gres(topo, dgx, NULL, "0,2-3,8-1048575", out), text);
+	EMIT(isle_emit_gres(topo, dgx, NULL, "0,2-3,8-1048575", NULL, out),
+	     text);
 	assert_non_null(strstr(text, "Cores=0,2-3,8-1048575 Links="));
 	free(text);
+
+	/* Type=: slurm.conf's Gres=gpu:h100:8 needs it in gres.conf. */
+	EMIT(isle_emit_gres(topo, -1, "/tmp/devs", "0:0-15;1:16-31", "h100",
+			    out),
+	     text);
+	expect_golden(text, "emit-gres-type.conf");
+	free(text);
+	static const char *const bad_types[] = {"",    "h100:8",    "a b",
+						"x=y", "h100,a100", "gpu\n"};
+	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++)
+		assert_int_equal(
+		    isle_emit_gres(topo, dgx, NULL, NULL, bad_types[i], stdout),
+		    -EINVAL);
+	assert_true(isle_gres_type_valid("a100-sxm4_80gb.v2"));
 }
 
 static void test_nccl_xml(void **state)

@@ -464,6 +464,53 @@ static void test_x5_matches_topology_conf(void **state)
 	isle_topo_destroy(t);
 }
 
+/* --nodes: only the listed hosts and the switches on their way up. */
+static void test_node_subset(void **state)
+{
+	char dump[512], map[512], err[512];
+	struct isle_ibnd_opts o = {.flags = ISLE_IBND_KEEP_ANONYMOUS};
+	isle_topo *t;
+	int leafs = 0;
+
+	t = isle_topo_create();
+	o.nodes = "zz[1-3]";
+	assert_int_equal(
+	    isle_ibnd_load_opts(t, GOLDEN "/small.net", &o, err, sizeof(err)),
+	    -ENOENT);
+	assert_non_null(strstr(err, "none of the hosts of --nodes"));
+	assert_int_equal(t->nnodes, 0);
+	o.nodes = "gpu[01-02";
+	assert_int_equal(
+	    isle_ibnd_load_opts(t, GOLDEN "/small.net", &o, err, sizeof(err)),
+	    -EINVAL);
+	isle_topo_destroy(t);
+
+	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
+		 shared_dir());
+	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
+	if (!exists(dump) || !exists(map))
+		skip();
+	t = isle_topo_create();
+	o.guid_map = map;
+	o.nodes = "sl390lin[101-110],r815lin104,nothere1";
+	if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(t->nnodes, 11);
+	assert_true(isle_topo_find_node(t, "sl390lin105") >= 0);
+	assert_true(isle_topo_find_node(t, "sl390lin111") < 0);
+	/* 2 of the 6 leafs; every spine and the core above them stay */
+	for (int s = 0; s < t->nswitches; s++) {
+		leafs += t->switches[s].level == ISLE_SW_LEAF;
+		if (t->switches[s].level == ISLE_SW_LEAF)
+			assert_true(t->switches[s].nnodes > 0);
+	}
+	assert_int_equal(leafs, 2);
+	assert_int_equal(t->nswitches, 7);
+	isle_topo_destroy(t);
+}
+
 static void test_x5_golden(void **state)
 {
 	isle_ibnd_fabric *f =
@@ -588,7 +635,10 @@ static void test_merge_into_existing_nodes(void **state)
 	assert_int_equal(t->nswitches, 3);
 	assert_int_equal(t->nodes[n].nnics, 2);
 	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
-	i = isle_topo_find_switch(t, "S-0002c90000000020");
+	/* "MF0;leaf-r1:MQM9700/U1": the managed switch's host name */
+	i = isle_topo_find_switch(t, "leaf-r1");
+	assert_true(i >= 0);
+	assert_int_equal(t->switches[i].guid, 0x0002c90000000020);
 	assert_int_equal(t->switches[i].rail, 1);
 	assert_int_equal(t->switches[i].level, ISLE_SW_LEAF);
 	isle_topo_destroy(t);
@@ -651,7 +701,10 @@ static void test_switch_desc_names(void **state)
 	assert_true(i >= 0);
 	assert_int_equal(t->switches[i].guid, 0xa1);
 	assert_true(isle_topo_find_switch(t, "spine1") >= 0);
-	assert_true(isle_topo_find_switch(t, "S-00000000000000a2") >= 0);
+	/* a managed switch ("MF0;leaf-x:MQM9700/U1") by its host name */
+	i = isle_topo_find_switch(t, "leaf-x");
+	assert_true(i >= 0);
+	assert_int_equal(t->switches[i].guid, 0xa2);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a4") >= 0);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a5") >= 0);
 	assert_true(isle_topo_find_switch(t, "S-00000000000000a6") >= 0);
@@ -844,6 +897,85 @@ static void test_prompt_after_truncated_dump(void **state)
 	free(full);
 }
 
+/* Appends one cable end: "[port] "PEER"[pport] # "desc" lid 1 4xNDR". */
+static void cable(char *buf, size_t len, int port, const char *peer, int pport,
+		  const char *rate)
+{
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, len - n, "[%d]\t\"%s\"[%d]\t# \"x\" lid 1 %s\n", port,
+		 peer, pport, rate);
+}
+
+/*
+ * Two leafs of 4 hosts with 2 cables each to one spine (2:1), the spine
+ * with 1 cable to a core (4:1): the tiers get that oversubscription.
+ */
+static void test_oversub_from_cabling(void **state)
+{
+	char dump[8192] = "", path[256], err[512], id[32], host[32];
+	isle_topo *t;
+
+	for (int l = 0; l < 2; l++) {
+		size_t n = strlen(dump);
+
+		snprintf(dump + n, sizeof(dump) - n,
+			 "Switch\t8 \"S-00000000000000a%d\"\t# \"leaf%d\" base "
+			 "port 0 lid 1 lmc 0\n",
+			 l, l);
+		for (int h = 0; h < 4; h++) {
+			snprintf(id, sizeof(id), "H-00000000000000%d%d", l, h);
+			cable(dump, sizeof(dump), h + 1, id, 1, "4xNDR");
+		}
+		cable(dump, sizeof(dump), 5, "S-00000000000000c0", 1 + 2 * l,
+		      "4xNDR");
+		cable(dump, sizeof(dump), 6, "S-00000000000000c0", 2 + 2 * l,
+		      "4xNDR");
+		strcat(dump, "\n");
+	}
+	strcat(dump, "Switch\t8 \"S-00000000000000c0\"\t# \"spine0\" base port "
+		     "0 lid 1 lmc 0\n");
+	for (int k = 0; k < 4; k++)
+		cable(dump, sizeof(dump), k + 1,
+		      k < 2 ? "S-00000000000000a0" : "S-00000000000000a1",
+		      5 + k % 2, "4xNDR");
+	cable(dump, sizeof(dump), 5, "S-00000000000000d0", 1, "4xNDR");
+	strcat(dump,
+	       "\nSwitch\t8 \"S-00000000000000d0\"\t# \"core0\" base port "
+	       "0 lid 1 lmc 0\n");
+	cable(dump, sizeof(dump), 1, "S-00000000000000c0", 5, "4xNDR");
+	for (int l = 0; l < 2; l++)
+		for (int h = 0; h < 4; h++) {
+			size_t n = strlen(dump);
+
+			snprintf(id, sizeof(id), "H-00000000000000%d%d", l, h);
+			snprintf(host, sizeof(host), "n%d%d mlx5_0", l, h);
+			snprintf(dump + n, sizeof(dump) - n,
+				 "\nCa\t1 \"%s\"\t# \"%s\"\n", id, host);
+			snprintf(id, sizeof(id), "S-00000000000000a%d", l);
+			cable(dump, sizeof(dump), 1, id, h + 1, "4xNDR");
+		}
+
+	write_tmp(path, sizeof(path), "oversub", dump);
+	t = isle_topo_create();
+	if (isle_ibnd_load(t, path, NULL, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(t->nnodes, 8);
+	assert_true(t->tier[ISLE_TIER_SPINE].oversub == 2.0);
+	assert_true(t->tier[ISLE_TIER_CORE].oversub == 4.0);
+	assert_true(t->tier[ISLE_TIER_LEAF].oversub == 1.0);
+	isle_topo_destroy(t);
+
+	/* An admin's value (a source merged before) is kept. */
+	t = isle_topo_create();
+	t->tier[ISLE_TIER_SPINE].oversub = 3.0;
+	if (isle_ibnd_load(t, path, NULL, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_true(t->tier[ISLE_TIER_SPINE].oversub == 3.0);
+	isle_topo_destroy(t);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +985,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_bad_dump_real, setup),
 	    cmocka_unit_test_setup(test_x5_matches_topology_conf, setup),
 	    cmocka_unit_test_setup(test_x5_golden, setup),
+	    cmocka_unit_test_setup(test_node_subset, setup),
+	    cmocka_unit_test_setup(test_oversub_from_cabling, setup),
 	    cmocka_unit_test_setup(test_map_formats, setup),
 	    cmocka_unit_test_setup(test_spine_list_and_prompt, setup),
 	    cmocka_unit_test_setup(test_merge_into_existing_nodes, setup),

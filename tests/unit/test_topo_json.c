@@ -221,6 +221,12 @@ static const struct bad_case bad_cases[] = {
      "\"nodes\": [\"a:nvl0\"]}]}",
      "t.json: island name 'b:nvl0' of node 'b' clashes with a domain "
      "name"},
+    /* leafs listed under the spine and the spine under a leaf */
+    {"{\"version\": 1, \"switches\": [{\"name\": \"leaf1\", "
+     "\"switches\": [\"spine1\"]}, {\"name\": \"leaf2\"}, {\"name\": "
+     "\"spine1\", \"switches\": [\"leaf1\", \"leaf2\"]}]}",
+     "t.json: switch links form a cycle (a switch is below itself): "
+     "leaf1 -> spine1 -> leaf1"},
 };
 
 /* Output paths that are not plain files: a symlink keeps its link and the
@@ -343,13 +349,94 @@ static void test_merge(void **state)
 	/* A second merge of a bad file names the path. */
 	f = fopen(path, "w");
 	fputs("{\"nodes\": [{\"name\": \"a\", \"gpus\": [{\"numa\": "
-	      "\"x\"}]}]}",
+	      "\"x\"}, {}]}]}",
 	      f);
 	fclose(f);
 	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "over.json: $.nodes[0].gpus[0].numa: "
 				    "expected integer"));
+	unlink(path);
+	rmdir(dir);
+	isle_topo_destroy(t);
+}
+
+/* An override's node name may be a host list; GPUs are matched by their
+ * position, so a GPU -> NIC override lists every GPU and keeps what
+ * discovery found (bus ids). */
+static void test_merge_hostlist(void **state)
+{
+	char dir[] = "/tmp/isle-topo-merge-XXXXXX", path[256], err[512] = "";
+	isle_topo *t = isle_topo_create();
+	char name[16], bus[32];
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/over.json", dir);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "gb%03d", i + 1);
+		int ni = isle_topo_add_node(t, name, 4);
+
+		assert_true(ni >= 0);
+		for (int g = 0; g < 4; g++) {
+			snprintf(bus, sizeof(bus), "0000:%02x:00.0", g + 1);
+			assert_int_equal(
+			    isle_topo_set_gpu(t, ni, g, bus, NULL, 0), 0);
+		}
+		assert_int_equal(
+		    isle_topo_add_nic(t, ni, "mlx5_0", 0, 0, 400, 0), 0);
+		assert_int_equal(
+		    isle_topo_add_nic(t, ni, "mlx5_1", 0, 1, 400, 0), 1);
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"nodes\": [{\"name\": \"gb[001-003]\", \"rack\": \"r1\",\n"
+	      "  \"gpus\": [{\"nic\": \"mlx5_0\"}, {\"nic\": \"mlx5_0\"},\n"
+	      "           {\"nic\": \"mlx5_1\"}, {\"nic\": 1}]}]}\n",
+	      f);
+	fclose(f);
+	if (isle_topo_merge_json(t, path, err, sizeof(err)) ||
+	    isle_topo_finalize(t, err, sizeof(err)))
+		fail_msg("merge: %s", err);
+	for (int i = 0; i < 3; i++) {
+		const struct isle_node *n = &t->nodes[i];
+
+		assert_int_equal(n->rack, isle_topo_find_rack(t, "r1"));
+		assert_int_equal(n->ngpus, 4);
+		assert_int_equal(n->gpus[0].nic, 0);
+		assert_int_equal(n->gpus[1].nic, 0);
+		assert_int_equal(n->gpus[2].nic, 1);
+		assert_int_equal(n->gpus[3].nic, 1);
+		assert_string_equal(n->gpus[3].bus_id, "0000:04:00.0");
+	}
+	assert_int_equal(t->nodes[3].rack, -1);
+	assert_int_equal(t->nodes[3].gpus[0].nic, -1);
+	assert_int_equal(t->racks[isle_topo_find_rack(t, "r1")].nnodes, 3);
+
+	/* A GPU list of another length than the node's is an error. */
+	f = fopen(path, "w");
+	fputs("{\"nodes\": [{\"name\": \"gb004\", \"gpus\": [{}, {}]}]}", f);
+	fclose(f);
+	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "$.nodes[0].gpus: 2 entries, but node "
+				    "'gb004' has 4 GPUs"));
+	assert_int_equal(t->nodes[3].ngpus, 4);
+
+	/* A bad host list names its JSON path; a node twice is an error. */
+	f = fopen(path, "w");
+	fputs("{\"nodes\": [{\"name\": \"gb[003-001]\"}]}", f);
+	fclose(f);
+	assert_int_equal(isle_topo_merge_json(t, path, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "over.json: $.nodes[0].name: "));
+	f = fopen(path, "w");
+	fputs("{\"nodes\": [{\"name\": \"gb[001-002]\"}, "
+	      "{\"name\": \"gb002\"}]}",
+	      f);
+	fclose(f);
+	assert_true(isle_topo_merge_json(t, path, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "duplicate node 'gb002'"));
 	unlink(path);
 	rmdir(dir);
 	isle_topo_destroy(t);
@@ -365,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_missing_file),
 	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_merge_hostlist),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

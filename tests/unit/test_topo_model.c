@@ -387,6 +387,122 @@ static void test_many_names(void **state)
 	isle_topo_destroy(t);
 }
 
+/*
+ * Switch links must not form cycles: finalize refuses them and names the
+ * switches on the cycle. A 24-switch mesh (leafs under spines and spines
+ * under leafs) once hung slurmctld at load; a DAG with many paths between
+ * two switches (fat-tree layers) still finalizes.
+ */
+static void test_switch_cycles(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	int sw[24], n, a, b;
+	char err[512] = "", name[32];
+
+	for (int i = 0; i < 24; i++) {
+		snprintf(name, sizeof(name), "%s%d", i < 12 ? "leaf" : "spine",
+			 i % 12);
+		sw[i] =
+		    isle_topo_add_switch(t, name, 0x100 + i, ISLE_SW_UNKNOWN);
+		assert_true(sw[i] >= 0);
+	}
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		n = isle_topo_add_node(t, name, 4);
+		assert_int_equal(isle_topo_attach_node(t, sw[i], n, -1), 0);
+	}
+	for (a = 12; a < 24; a++)
+		for (b = 0; b < 12; b++)
+			assert_int_equal(
+			    isle_topo_link_switches(t, sw[a], sw[b]), 0);
+	finalize_ok(t); /* 12 x 12 two-layer DAG */
+	/* and one more layer of the same mesh above: many paths, no cycle */
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "core%d", i);
+		a = isle_topo_add_switch(t, name, 0x200 + i, ISLE_SW_UNKNOWN);
+		for (b = 12; b < 24; b++)
+			assert_int_equal(isle_topo_link_switches(t, a, sw[b]),
+					 0);
+	}
+	finalize_ok(t);
+
+	/* leafs listing the spines below them: every pair is a cycle */
+	for (a = 0; a < 12; a++)
+		for (b = 12; b < 24; b++)
+			assert_int_equal(
+			    isle_topo_link_switches(t, sw[a], sw[b]), 0);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cycle"));
+	assert_non_null(strstr(err, "leaf0 -> spine0 -> leaf0"));
+	assert_int_equal(t->finalized, 0);
+	isle_topo_destroy(t);
+
+	/* a longer cycle a -> b -> c -> a is named in order */
+	t = isle_topo_create();
+	a = isle_topo_add_switch(t, "a", 1, ISLE_SW_UNKNOWN);
+	b = isle_topo_add_switch(t, "b", 2, ISLE_SW_UNKNOWN);
+	n = isle_topo_add_switch(t, "c", 3, ISLE_SW_UNKNOWN);
+	assert_int_equal(isle_topo_link_switches(t, a, b), 0);
+	assert_int_equal(isle_topo_link_switches(t, b, n), 0);
+	finalize_ok(t);
+	assert_int_equal(isle_topo_link_switches(t, n, a), 0);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ": a -> b -> c -> a"));
+	isle_topo_destroy(t);
+}
+
+/* The island tier's bandwidth from NVLink link counts and GPU models. */
+static void test_nvlink_bw(void **state)
+{
+	isle_topo *t = isle_topo_create();
+	int a, b, c;
+
+	/* DGX-1 V100 hybrid cube mesh row: 1+1+2+2 links = 6 x 25 GB/s. */
+	a = isle_topo_add_node(t, "dgx1", 5);
+	for (int g = 0; g < 5; g++)
+		assert_int_equal(
+		    isle_topo_set_gpu(t, a, g, NULL, "Tesla V100-SXM2-16GB", 0),
+		    0);
+	isle_topo_set_nvlink(t, a, 0, 1, 1);
+	isle_topo_set_nvlink(t, a, 0, 2, 1);
+	isle_topo_set_nvlink(t, a, 0, 3, 2);
+	isle_topo_set_nvlink(t, a, 0, 4, 2);
+	/* H100 behind NVSwitch: 18 per pair, capped at 18 per GPU. */
+	b = isle_topo_add_node(t, "hgx", 4);
+	for (int g = 0; g < 4; g++) {
+		isle_topo_set_gpu(t, b, g, NULL, "NVIDIA H100 80GB HBM3", 0);
+		for (int h = g + 1; h < 4; h++)
+			isle_topo_set_nvlink(t, b, g, h, 18);
+	}
+	/* GPU 1-4 of dgx1 have 1-2 links: 25-50 GB/s, the lowest wins. */
+	assert_true(isle_topo_derive_nvlink_bw(t) == 25.0);
+	assert_true(t->tier[ISLE_TIER_ISLAND].bw_gbps == 25.0);
+	/* Only once: a value already set stays. */
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	isle_topo_destroy(t);
+
+	t = isle_topo_create();
+	b = isle_topo_add_node(t, "hgx", 4);
+	for (int g = 0; g < 4; g++) {
+		isle_topo_set_gpu(t, b, g, NULL, "NVIDIA H100 80GB HBM3", 0);
+		for (int h = g + 1; h < 4; h++)
+			isle_topo_set_nvlink(t, b, g, h, 18);
+	}
+	assert_true(isle_topo_derive_nvlink_bw(t) == 450.0);
+	isle_topo_destroy(t);
+
+	/* An unknown model, or no NVLink at all, leaves the default. */
+	t = isle_topo_create();
+	c = isle_topo_add_node(t, "x", 2);
+	isle_topo_set_gpu(t, c, 0, NULL, "Mystery GPU", 0);
+	isle_topo_set_gpu(t, c, 1, NULL, "Mystery GPU", 0);
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	isle_topo_set_nvlink(t, c, 0, 1, 4);
+	assert_true(isle_topo_derive_nvlink_bw(t) == 0.0);
+	assert_true(t->tier[ISLE_TIER_ISLAND].bw_gbps == 450.0);
+	isle_topo_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +514,8 @@ int main(void)
 	    cmocka_unit_test(test_pods),
 	    cmocka_unit_test(test_resize_and_racks),
 	    cmocka_unit_test(test_many_names),
+	    cmocka_unit_test(test_switch_cycles),
+	    cmocka_unit_test(test_nvlink_bw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

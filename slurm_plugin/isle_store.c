@@ -1,0 +1,633 @@
+/*
+ * isle_store.c - topology/isle's decision records: in memory, keyed by job
+ * id, persisted off the scheduler's lock path.
+ *
+ * Evaluations run with slurmctld's job and node write locks held, many times
+ * per job (submit test, main scheduler, backfill's plans). They only touch
+ * memory here: the latest decision of each job in a hash table. One writer
+ * thread does every file operation:
+ *   - a decision that started its job is written once, as
+ *     DIR/job_<id>.json (tmp file + rename), so `islectl explain` and a
+ *     restarted slurmctld find it;
+ *   - the records (and files) of jobs the scheduler no longer knows (purged
+ *     after MinJobAge) are dropped.
+ * Which jobs started or are gone comes from a probe callback that the
+ * Slurm-facing code supplies (isle_decision.c); the writer calls it every
+ * period and when kicked, holding no store lock. Nothing in this file calls
+ * Slurm, so a later Slurm version can carry the same records elsewhere.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "isle_store.h"
+
+struct entry {
+	uint64_t key;		/* a job id, or a key the probe maps to one */
+	unsigned persisted : 1; /* the current decision is on disk */
+	unsigned on_disk : 1;	/* some record of this job is on disk */
+	char *line;
+	char *record;
+	struct entry *next;
+};
+
+/* A file operation for the writer: record != NULL writes, else unlinks. */
+struct op {
+	uint32_t job_id;
+	char *record;
+	struct op *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int running, stop, kicked;
+	char *dir;
+	struct entry **buckets;
+	size_t nbuckets, count;
+	struct op *head, *tail;
+	isle__store_probe_fn probe;
+	void *probe_arg;
+	isle__store_log_fn log;
+	unsigned period_ms;
+	struct isle__store_stats stats;
+} st = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void _log(int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (st.log)
+		st.log(level, buf);
+}
+
+static size_t _slot(uint64_t key, size_t nbuckets)
+{
+	/* Fibonacci hashing: consecutive ids spread over the table. */
+	return (size_t)(((key ^ (key >> 32)) * 11400714819323198485ull) >> 40) &
+	       (nbuckets - 1);
+}
+
+static struct entry **_find(uint64_t key)
+{
+	struct entry **e;
+
+	if (!st.nbuckets)
+		return NULL;
+	for (e = &st.buckets[_slot(key, st.nbuckets)]; *e; e = &(*e)->next)
+		if ((*e)->key == key)
+			return e;
+	return NULL;
+}
+
+static int _grow(void)
+{
+	size_t n = st.nbuckets ? st.nbuckets * 2 : 1024;
+	struct entry **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < st.nbuckets; i++) {
+		struct entry *e = st.buckets[i], *next;
+
+		for (; e; e = next) {
+			size_t k = _slot(e->key, n);
+
+			next = e->next;
+			e->next = b[k];
+			b[k] = e;
+		}
+	}
+	free(st.buckets);
+	st.buckets = b;
+	st.nbuckets = n;
+	return 0;
+}
+
+/* The entry of key, created when missing. */
+static struct entry *_get(uint64_t key)
+{
+	struct entry **p = _find(key), *e;
+
+	if (p)
+		return *p;
+	if (st.count >= st.nbuckets && _grow())
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->key = key;
+	e->next = st.buckets[_slot(key, st.nbuckets)];
+	st.buckets[_slot(key, st.nbuckets)] = e;
+	st.count++;
+	return e;
+}
+
+static void _entry_free(struct entry *e)
+{
+	free(e->line);
+	free(e->record);
+	free(e);
+}
+
+/* Queues a file operation; takes record. Caller holds the lock. */
+static int _queue(uint32_t job_id, char *record)
+{
+	struct op *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		free(record);
+		return -ENOMEM;
+	}
+	o->job_id = job_id;
+	o->record = record;
+	if (st.tail)
+		st.tail->next = o;
+	else
+		st.head = o;
+	st.tail = o;
+	pthread_cond_signal(&st.cond);
+	return 0;
+}
+
+bool isle__store_same(uint64_t key, const char *line)
+{
+	struct entry **p;
+	bool same;
+
+	pthread_mutex_lock(&st.lock);
+	p = _find(key);
+	same = p && (*p)->line && line && !strcmp((*p)->line, line);
+	pthread_mutex_unlock(&st.lock);
+	return same;
+}
+
+int isle__store_put(uint64_t key, const char *line, const char *record)
+{
+	char *l = line ? strdup(line) : NULL,
+	     *r = record ? strdup(record) : NULL;
+	struct entry *e;
+	int rc = 0;
+
+	if (!key || !l || !r) {
+		rc = key ? -ENOMEM : -EINVAL;
+		goto out;
+	}
+	pthread_mutex_lock(&st.lock);
+	e = _get(key);
+	if (!e) {
+		pthread_mutex_unlock(&st.lock);
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (e->line && !strcmp(e->line, l)) {
+		pthread_mutex_unlock(&st.lock);
+		goto out; /* same decision: keep the first record of it */
+	}
+	free(e->line);
+	free(e->record);
+	e->line = l;
+	e->record = r;
+	l = r = NULL;
+	e->persisted = 0;
+	st.stats.puts++;
+	rc = 1;
+	pthread_mutex_unlock(&st.lock);
+out:
+	free(l);
+	free(r);
+	return rc;
+}
+
+char *isle__store_get(uint64_t key)
+{
+	struct entry **p;
+	char *r = NULL;
+
+	pthread_mutex_lock(&st.lock);
+	p = _find(key);
+	if (p && (*p)->record)
+		r = strdup((*p)->record);
+	pthread_mutex_unlock(&st.lock);
+	return r;
+}
+
+/* Caller holds the lock. */
+static int _started_locked(struct entry *e)
+{
+	char *r;
+
+	if (e->persisted || !e->record || e->key > UINT32_MAX)
+		return 0; /* only job ids name files */
+	r = strdup(e->record);
+	if (!r)
+		return -ENOMEM;
+	e->persisted = e->on_disk = 1;
+	return _queue((uint32_t)e->key, r);
+}
+
+int isle__store_started(uint64_t key)
+{
+	struct entry **p;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&st.lock);
+	p = _find(key);
+	if (p)
+		rc = _started_locked(*p);
+	pthread_mutex_unlock(&st.lock);
+	return rc;
+}
+
+/* Caller holds the lock; p from _find. */
+static int _purge_locked(struct entry **p)
+{
+	struct entry *e = *p;
+	int rc = 0;
+
+	*p = e->next;
+	st.count--;
+	if (e->on_disk)
+		rc = _queue((uint32_t)e->key, NULL);
+	_entry_free(e);
+	return rc;
+}
+
+int isle__store_purge(uint64_t key)
+{
+	struct entry **p;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&st.lock);
+	p = _find(key);
+	if (p)
+		rc = _purge_locked(p);
+	pthread_mutex_unlock(&st.lock);
+	return rc;
+}
+
+void isle__store_kick(void)
+{
+	pthread_mutex_lock(&st.lock);
+	st.kicked = 1;
+	pthread_cond_signal(&st.cond);
+	pthread_mutex_unlock(&st.lock);
+}
+
+void isle__store_get_stats(struct isle__store_stats *out)
+{
+	pthread_mutex_lock(&st.lock);
+	*out = st.stats;
+	out->entries = st.count;
+	pthread_mutex_unlock(&st.lock);
+}
+
+/* --- the writer ---------------------------------------------------------- */
+
+static char *_path(const char *dir, uint32_t job_id, const char *suffix)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/job_%u.json%s", dir, job_id, suffix) < 0)
+		return NULL;
+	return p;
+}
+
+static int _write_record(const char *dir, uint32_t job_id, const char *rec)
+{
+	char *path = _path(dir, job_id, ""), *tmp = _path(dir, job_id, ".new");
+	size_t len = strlen(rec), off = 0;
+	int fd = -1, rc = -ENOMEM;
+
+	if (!path || !tmp)
+		goto out;
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		rc = -errno;
+		_log(ISLE_STORE_LOG_ERROR, "isle: cannot create %s: %s", dir,
+		     strerror(errno));
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		goto fail;
+	while (off < len) {
+		ssize_t n = write(fd, rec + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path))
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	rc = -errno;
+	_log(ISLE_STORE_LOG_ERROR, "isle: cannot write decision record %s: %s",
+	     path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	(void)unlink(tmp);
+out:
+	free(path);
+	free(tmp);
+	return rc;
+}
+
+static void _unlink_record(const char *dir, uint32_t job_id)
+{
+	char *path = _path(dir, job_id, "");
+
+	if (path && unlink(path) && errno != ENOENT)
+		_log(ISLE_STORE_LOG_ERROR, "isle: cannot remove %s: %s", path,
+		     strerror(errno));
+	free(path);
+}
+
+/* Runs the queued file operations; called and returns with the lock held,
+ * drops it around each operation. */
+static void _drain(void)
+{
+	while (st.head) {
+		struct op *o = st.head;
+
+		st.head = o->next;
+		if (!st.head)
+			st.tail = NULL;
+		pthread_mutex_unlock(&st.lock);
+		if (!st.dir) {
+			/* never initialised: nowhere to write */
+		} else if (o->record) {
+			if (!_write_record(st.dir, o->job_id, o->record))
+				__atomic_add_fetch(&st.stats.writes, 1,
+						   __ATOMIC_RELAXED);
+		} else {
+			_unlink_record(st.dir, o->job_id);
+			__atomic_add_fetch(&st.stats.unlinks, 1,
+					   __ATOMIC_RELAXED);
+		}
+		free(o->record);
+		free(o);
+		pthread_mutex_lock(&st.lock);
+	}
+}
+
+/* Asks the probe which jobs started or are gone; lock held on entry and
+ * exit, dropped while the probe runs (it takes Slurm's job lock). */
+static void _sweep(void)
+{
+	uint64_t *keys;
+	uint32_t *ids;
+	uint8_t *state;
+	size_t n = 0;
+
+	if (!st.probe || !st.count)
+		return;
+	keys = malloc(st.count * sizeof(*keys));
+	ids = calloc(st.count, sizeof(*ids));
+	state = malloc(st.count);
+	if (!keys || !ids || !state)
+		goto out;
+	for (size_t b = 0; b < st.nbuckets; b++)
+		for (struct entry *e = st.buckets[b]; e; e = e->next)
+			keys[n++] = e->key;
+	pthread_mutex_unlock(&st.lock);
+	st.probe(keys, (int)n, state, ids, st.probe_arg);
+	pthread_mutex_lock(&st.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct entry **p = _find(keys[i]), *e;
+
+		if (!p)
+			continue;
+		if (state[i] == ISLE_STORE_JOB_GONE) {
+			(void)_purge_locked(p);
+			continue;
+		}
+		if (state[i] != ISLE_STORE_JOB_STARTED)
+			continue;
+		e = *p;
+		if (ids[i] && ids[i] != e->key) {
+			/* The decision started a job under another id (a
+			 * task split off a pending array): file it there. */
+			struct entry **old = _find(ids[i]);
+
+			if (old)
+				(void)_purge_locked(old);
+			p = _find(keys[i]);
+			*p = e->next;
+			e->key = ids[i];
+			e->next = st.buckets[_slot(e->key, st.nbuckets)];
+			st.buckets[_slot(e->key, st.nbuckets)] = e;
+		}
+		(void)_started_locked(e);
+	}
+	st.stats.sweeps++;
+out:
+	free(keys);
+	free(ids);
+	free(state);
+}
+
+static void _add_ms(struct timespec *t, unsigned ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+static bool _reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec ||
+	       (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+/*
+ * Probes every period, or sooner when kicked, but at most once per
+ * ISLE_STORE_MIN_GAP_MS: a busy scheduler kicks on every evaluation and
+ * each probe takes Slurm's job read lock.
+ */
+#define ISLE_STORE_MIN_GAP_MS 100
+
+static void *_writer(void *arg)
+{
+	struct timespec last, due, now;
+
+	(void)arg;
+	pthread_mutex_lock(&st.lock);
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	while (!st.stop) {
+		_drain();
+		due = last;
+		_add_ms(&due, st.kicked ? ISLE_STORE_MIN_GAP_MS : st.period_ms);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (_reached(&now, &due)) {
+			st.kicked = 0;
+			_sweep();
+			_drain();
+			clock_gettime(CLOCK_MONOTONIC, &last);
+			continue;
+		}
+		if (!st.head && !st.stop)
+			pthread_cond_timedwait(&st.cond, &st.lock, &due);
+	}
+	_drain(); /* finish what was queued before stop */
+	pthread_mutex_unlock(&st.lock);
+	return NULL;
+}
+
+/* Reads DIR/job_<id>.json records left by an earlier slurmctld. */
+static void _reload(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		unsigned long id;
+		char *end, *path = NULL;
+		json_object *o, *line;
+		struct entry *e;
+		size_t len = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "job_", 4))
+			continue;
+		if (len > 9 && !strcmp(de->d_name + len - 9, ".json.new")) {
+			/* a write cut short by a crash */
+			if (asprintf(&path, "%s/%s", dir, de->d_name) >= 0)
+				(void)unlink(path);
+			free(path);
+			continue;
+		}
+		errno = 0;
+		id = strtoul(de->d_name + 4, &end, 10);
+		if (errno || !id || id > UINT32_MAX || strcmp(end, ".json"))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+			continue;
+		o = json_object_from_file(path);
+		free(path);
+		if (!o || !json_object_is_type(o, json_type_object) ||
+		    !json_object_object_get_ex(o, "line", &line)) {
+			json_object_put(o);
+			continue;
+		}
+		pthread_mutex_lock(&st.lock);
+		e = _get((uint32_t)id);
+		if (e && !e->record) {
+			e->line = strdup(json_object_get_string(line));
+			e->record = strdup(json_object_to_json_string_ext(
+			    o, JSON_C_TO_STRING_PLAIN));
+			e->persisted = e->on_disk = 1;
+			n++;
+		}
+		pthread_mutex_unlock(&st.lock);
+		json_object_put(o);
+	}
+	closedir(d);
+	if (n)
+		_log(ISLE_STORE_LOG_INFO,
+		     "isle: reloaded %d decision records "
+		     "from %s",
+		     n, dir);
+}
+
+int isle__store_init(const char *dir, isle__store_probe_fn probe, void *arg,
+		     isle__store_log_fn log, unsigned period_ms)
+{
+	int rc = 0;
+
+	if (!dir)
+		return -EINVAL;
+	pthread_mutex_lock(&st.lock);
+	if (st.running) {
+		pthread_mutex_unlock(&st.lock);
+		return 0;
+	}
+	free(st.dir);
+	st.dir = strdup(dir);
+	st.probe = probe;
+	st.probe_arg = arg;
+	st.log = log;
+	st.period_ms = period_ms ? period_ms : 1000;
+	st.stop = 0;
+	{
+		pthread_condattr_t ca;
+
+		/* timedwait deadlines are on the monotonic clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&st.cond);
+		pthread_cond_init(&st.cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	pthread_mutex_unlock(&st.lock);
+	if (!st.dir)
+		return -ENOMEM;
+	_reload(dir);
+	pthread_mutex_lock(&st.lock);
+	rc = -pthread_create(&st.thread, NULL, _writer, NULL);
+	st.running = !rc;
+	pthread_mutex_unlock(&st.lock);
+	return rc;
+}
+
+void isle__store_fini(void)
+{
+	pthread_mutex_lock(&st.lock);
+	if (st.running) {
+		st.stop = 1;
+		pthread_cond_signal(&st.cond);
+		pthread_mutex_unlock(&st.lock);
+		pthread_join(st.thread, NULL);
+		pthread_mutex_lock(&st.lock);
+		st.running = 0;
+	}
+	_drain(); /* ops queued without a writer */
+	for (size_t b = 0; b < st.nbuckets; b++) {
+		struct entry *e = st.buckets[b], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			_entry_free(e);
+		}
+	}
+	free(st.buckets);
+	st.buckets = NULL;
+	st.nbuckets = st.count = 0;
+	free(st.dir);
+	st.dir = NULL;
+	memset(&st.stats, 0, sizeof(st.stats));
+	pthread_mutex_unlock(&st.lock);
+}
