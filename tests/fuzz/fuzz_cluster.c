@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (null) {
 		isle_emit_slurm_tree(t, null);
 		isle_emit_slurm_block(t, null);
-		isle_emit_gres(t, -1, NULL, NULL, null);
+		isle_emit_gres(t, -1, NULL, NULL, NULL, null);
 		for (n = 0; n < t->nnodes && n < 4; n++)
 			isle_emit_nccl_xml(t, n, null);
 		isle_emit_dot(t, NULL, NULL, 0, null);

@@ -798,8 +798,8 @@ static void test_dual_homed_hosts(void **state)
 {
 	isle_topo *t = load_model(GOLDEN "/dual-home.net");
 	int h1 = node_of(t, "h1"), h2 = node_of(t, "h2"), h3 = node_of(t, "h3");
-	int pa = isle_topo_find_switch(t, "S-0002c90000000010");
-	int pb = isle_topo_find_switch(t, "S-0002c90000000020");
+	int pa = isle_topo_find_switch(t, "plane-a");
+	int pb = isle_topo_find_switch(t, "plane-b");
 	const struct isle_switch *b;
 	int i, seen = 0;
 
@@ -832,7 +832,7 @@ static void test_dual_homed_hosts(void **state)
 		assert_non_null(js);
 		if (isle_topo_load_buf(js, "dual.json", &u, err, sizeof(err)))
 			fail_msg("%s", err);
-		pb = isle_topo_find_switch(u, "S-0002c90000000020");
+		pb = isle_topo_find_switch(u, "plane-b");
 		assert_true(pb >= 0);
 		assert_int_equal(u->switches[pb].nnodes, 3);
 		assert_int_equal(
