@@ -11,6 +11,7 @@
  */
 #include "fuzz.h"
 #include "isle_topo.h"
+#include "topo_priv.h"
 
 #define MAX_FILES 4
 
@@ -19,16 +20,22 @@ static void check_reload(const isle_topo *t)
 	char *json = isle_topo_to_json(t), err[512];
 	isle_topo *u = NULL;
 
+	/* Names the loader refuses are refused by isle_topo_save as well,
+	 * with an error naming them: no file is written. */
+	for (int i = 0; i < t->nnodes; i++)
+		if (isle__bad_name_char(t->nodes[i].name))
+			goto out;
+	for (int i = 0; i < t->nswitches; i++)
+		if (isle__bad_name_char(t->switches[i].name))
+			goto out;
 	if (!json)
 		return;
-	/* Names the loader refuses are refused by the saver too (-EINVAL);
-	 * anything else the model holds must come back. */
-	if (isle_topo_load_buf(json, "saved.json", &u, err, sizeof(err)) != 0 &&
-	    !strstr(err, "not allowed")) {
+	if (isle_topo_load_buf(json, "saved.json", &u, err, sizeof(err)) != 0) {
 		fprintf(stderr, "saved model does not load: %s\n", err);
 		abort();
 	}
 	isle_topo_destroy(u);
+out:
 	free(json);
 }
 
