@@ -191,6 +191,7 @@ include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
 include tests/module.mk
+include tests/fuzz/module.mk
 
 # Objects compiled against the Slurm tree (see SLURM_TREE_STAMP).
 SLURM_DEP_OBJS := $(filter $(B)/slurm_plugin/%,$(ALL_OBJS)) \

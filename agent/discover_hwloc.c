@@ -7,19 +7,29 @@
  * (CUDA/OpenCL/NVML...). One GPU may show several OS devices (cuda0 and
  * nvml0): they are folded into their PCI device. NVLinks come from the
  * "NVLinkBandwidth" distances matrix that hwloc's NVML backend records
- * between GPUs, NVSwitches and CPUs (MB/s).
+ * between GPUs, NVSwitches and CPUs (MB/s). AMD GPUs (MI200, MI300) have
+ * Infinity Fabric links instead, which hwloc's RSMI backend records as the
+ * "XGMIBandwidth" matrix between GPUs (MB/s): read the same way, they make
+ * the islands of an AMD node.
  */
 #include <errno.h>
 #include <hwloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_priv.h"
 
 /* hwloc reports one NVLink (NVLink 2 and later) as 25 GB/s per direction. */
 #define NVLINK_MBPS 25000
+/* One xGMI link (MI200/MI300: 16 lanes at 25 Gb/s) is 50 GB/s per
+ * direction in RSMI's bandwidth. */
+#define XGMI_MBPS 50000
+/* Link counts are uint16_t in the matrix; a larger value is nonsense. */
+#define MAX_LINKS 1024
 
 static void pci_bus_id(hwloc_obj_t pci, char *buf, size_t len)
 {
@@ -259,32 +269,46 @@ static int matrix_gpu(const isle_agent_node *n, const struct objs *ob,
 	return -1;
 }
 
-static int links_of(hwloc_uint64_t mbps)
+static int links_of(hwloc_uint64_t mbps, hwloc_uint64_t unit)
 {
+	hwloc_uint64_t l;
+
 	if (mbps == 0)
 		return 0;
-	return mbps < NVLINK_MBPS
-		   ? 1
-		   : (int)((mbps + NVLINK_MBPS / 2) / NVLINK_MBPS);
+	l = mbps < unit ? 1 : mbps / unit + (mbps % unit >= unit / 2);
+	return l > MAX_LINKS ? MAX_LINKS : (int)l;
 }
 
+/*
+ * GPU links from hwloc's distances: "NVLinkBandwidth" (NVIDIA), else
+ * "XGMIBandwidth" (AMD Infinity Fabric). Either gives link counts per GPU
+ * pair; only NVLink goes through NVSwitches.
+ */
 static void read_nvlinks(isle_agent_node *n, hwloc_topology_t topo,
 			 const struct objs *ob)
 {
 	struct hwloc_distances_s *d = NULL;
 	unsigned nr = 1, i, j;
-	int g = n->ngpus, *map;
+	int g = n->ngpus, *map, nvlink = 1;
+	hwloc_uint64_t unit = NVLINK_MBPS;
 
 	if (hwloc_distances_get_by_name(topo, "NVLinkBandwidth", &nr, &d, 0) ||
-	    nr == 0)
-		return;
+	    nr == 0) {
+		nr = 1;
+		nvlink = 0;
+		unit = XGMI_MBPS;
+		if (hwloc_distances_get_by_name(topo, "XGMIBandwidth", &nr, &d,
+						0) ||
+		    nr == 0)
+			return;
+	}
 	map = malloc(d->nbobjs * sizeof(*map));
 	if (!map)
 		goto out;
 	n->nvlink_source = ISLE_NVLINK_HWLOC;
 	for (i = 0; i < d->nbobjs; i++) {
-		map[i] = matrix_gpu(n, ob, d->objs[i]);
-		if (map[i] < 0 && is_nvswitch(d->objs[i]))
+		map[i] = d->objs[i] ? matrix_gpu(n, ob, d->objs[i]) : -1;
+		if (map[i] < 0 && nvlink && is_nvswitch(d->objs[i]))
 			n->nnvswitches++;
 	}
 	for (i = 0; i < d->nbobjs; i++) {
@@ -297,9 +321,14 @@ static void read_nvlinks(isle_agent_node *n, hwloc_topology_t topo,
 			if (v < d->values[j * d->nbobjs + i])
 				v = d->values[j * d->nbobjs + i];
 			if (b >= 0 && a != b) {
-				n->nvlinks[a * g + b] = (uint16_t)links_of(v);
-			} else if (b < 0 && is_nvswitch(d->objs[j])) {
-				n->gpus[a].nvswitch_links += links_of(v);
+				n->nvlinks[a * g + b] =
+				    (uint16_t)links_of(v, unit);
+			} else if (b < 0 && nvlink && is_nvswitch(d->objs[j])) {
+				int *sl = &n->gpus[a].nvswitch_links;
+
+				*sl += links_of(v, unit);
+				if (*sl > MAX_LINKS)
+					*sl = MAX_LINKS;
 			}
 		}
 	}
@@ -368,6 +397,55 @@ static void nearest_nics(isle_agent_node *n, const struct objs *ob)
 	}
 }
 
+/*
+ * hwloc 2.9 crashes on some malformed XML files (an object without its
+ * complete_cpuset, tests/fuzz/inputs/hwloc_xml): it loads each file in a
+ * child first, so a bad export costs an error message, not the agent.
+ * Returns 0 if it loads, -EINVAL (err filled) if not.
+ */
+static int xml_loads_safely(const char *path, char *err, size_t errlen)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return 0; /* no child to spare: take the risk */
+	if (pid == 0) {
+		static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+					    SIGABRT};
+		hwloc_topology_t topo;
+		int bad;
+
+		/* Die of a crash here, whatever handler the caller set. */
+		for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+			signal(fatal[i], SIG_DFL);
+		bad = hwloc_topology_init(&topo) < 0;
+
+		if (!bad) {
+			hwloc_topology_set_io_types_filter(
+			    topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+			hwloc_topology_set_flags(
+			    topo, HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT);
+			bad = hwloc_topology_set_xml(topo, path) < 0 ||
+			      hwloc_topology_load(topo) < 0;
+		}
+		_exit(bad ? 2 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	return isle__agent_err(-EINVAL, err, errlen,
+			       "%s: hwloc cannot load it (%s)", path,
+			       WIFSIGNALED(status) || WEXITSTATUS(status) != 2
+				   ? "hwloc crashed on it: malformed XML"
+				   : "not an hwloc XML export, or one from "
+				     "hwloc 3.x?");
+}
+
 int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
 			      char *err, size_t errlen)
 {
@@ -391,6 +469,9 @@ int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
 			goto out;
 		}
 		fclose(fp);
+		rc = xml_loads_safely(xml_path, err, errlen);
+		if (rc < 0)
+			goto out;
 		hwloc_topology_set_flags(topo,
 					 HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT);
 		if (hwloc_topology_set_xml(topo, xml_path) < 0) {

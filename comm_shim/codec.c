@@ -90,8 +90,23 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 	return 0;
 }
 
+int isle__fmt_double(char *buf, size_t len, double v)
+{
+	char tmp[40];
+	int p, n = 0;
+
+	for (p = 6; p <= 17; p++) {
+		n = snprintf(tmp, sizeof(tmp), "%.*g", p, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	return snprintf(buf, len, "%s", tmp) < 0 ? -1 : n;
+}
+
 int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 {
+	char r[40];
+
 	int def_ef = c->kind == ISLE_CODEC_TOPK;
 	const char *ef = c->error_feedback == def_ef ? ""
 			 : c->error_feedback	     ? ",ef"
@@ -101,7 +116,8 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 	case ISLE_CODEC_INT8:
 		return snprintf(buf, len, "int8:%u%s", c->block, ef);
 	case ISLE_CODEC_TOPK:
-		return snprintf(buf, len, "topk:%g%s", c->ratio, ef);
+		isle__fmt_double(r, sizeof(r), c->ratio);
+		return snprintf(buf, len, "topk:%s%s", r, ef);
 	default:
 		return snprintf(buf, len, "%s%s", isle_codec_kind_name(c->kind),
 				ef);

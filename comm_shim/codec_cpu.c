@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "comm_priv.h"
@@ -135,6 +136,9 @@ static void int8_block_special(const float *x, size_t n, float *scale,
 			m = a;
 	}
 	inv = m == 0 ? 0.0f : ISLE_INT8_SPECIAL_STEPS / m;
+	/* Finite values too small for a float step (see int8_tiny) are 0. */
+	if (!(inv <= FLT_MAX))
+		inv = 0.0f;
 	*scale = -(m / ISLE_INT8_SPECIAL_STEPS);
 	for (size_t i = 0; i < n; i++) {
 		float v;
@@ -170,6 +174,16 @@ static inline float int8_special_value(int8_t q, float scale)
 	}
 }
 
+/*
+ * A block whose largest |x| is below 127 / FLT_MAX (~3.7e-37, far below any
+ * gradient) has no float step (127 / max overflows, and x * inf would be
+ * NaN): it encodes as zeros, in every backend alike.
+ */
+static inline int int8_tiny(float m)
+{
+	return !(127.0f / m <= FLT_MAX);
+}
+
 /* q = rne(x * 127 / max), clamped; scale = max / 127. */
 static void int8_block_scalar(const float *x, size_t n, float *scale, int8_t *q)
 {
@@ -186,7 +200,7 @@ static void int8_block_scalar(const float *x, size_t n, float *scale, int8_t *q)
 		int8_block_special(x, n, scale, q);
 		return;
 	}
-	if (m == 0) {
+	if (int8_tiny(m)) {
 		*scale = 0.0f;
 		memset(q, 0, n);
 		return;
@@ -763,7 +777,7 @@ AVX2 static void int8_block_avx2(const float *x, size_t n, float *scale,
 		int8_block_special(x, n, scale, q);
 		return;
 	}
-	if (m == 0) {
+	if (int8_tiny(m)) {
 		*scale = 0.0f;
 		memset(q, 0, n);
 		return;
@@ -976,6 +990,14 @@ const struct isle_codec_ops *isle_codec_scalar_ops(void)
 	return &scalar_ops;
 }
 
+/* F16C from CPUID: clang's __builtin_cpu_supports does not know it. */
+static int has_f16c(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 const struct isle_codec_ops *isle_codec_cpu_ops(void)
 {
 	static const struct isle_codec_ops *best;
@@ -988,7 +1010,7 @@ const struct isle_codec_ops *isle_codec_cpu_ops(void)
 	e = getenv("ISLE_COMM_NO_SIMD");
 	__builtin_cpu_init();
 	if ((!e || !*e || !strcmp(e, "0")) && __builtin_cpu_supports("avx2") &&
-	    __builtin_cpu_supports("f16c"))
+	    has_f16c())
 		b = &avx2_ops;
 	else
 		b = &scalar_ops;

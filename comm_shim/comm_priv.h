@@ -43,6 +43,9 @@ uint64_t isle__fnv1a(uint64_t h, const void *data, size_t len);
 #define ISLE_INT8_Q_NAN (-128)
 
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
+/* v in the fewest %g digits that read back as v (plans and codec specs are
+ * rewritten and hashed: a rounded number would be a different plan). */
+int isle__fmt_double(char *buf, size_t len, double v);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
 

@@ -200,6 +200,8 @@ ISLE_COMM_API double isle_codec_error_bound(const struct isle_codec *c);
  *         or inf has a negative scale (sign bit set, -0 included):
  *         q = 127 is +inf, -127 is -inf, -128 is NaN, others q * -scale
  *         with |q| <= 126 (scale = -(max finite |x|) / 126).
+ *         A block whose max finite |x| is below 127 / FLT_MAX (~3.7e-37)
+ *         has no float step: its finite values encode as 0.
  *   topk: uint32 count, uint32 n, then count uint32 indices (ascending),
  *         then count fp32 values; count <= max(1, ceil(ratio * n)).
  *         NaN and inf rank above every finite value (inf before NaN).

@@ -322,7 +322,8 @@ static int parse_level(struct jctx *cx, json_object *o, int j, int nlevels,
 			    path, l->bw_gbps);
 	if ((rc = jget(cx, o, path, "lat_us", json_type_double, 1, &v)))
 		return rc;
-	l->lat_us = json_object_get_double(v);
+	/* + 0.0 turns -0 into 0: "-0" and "0" are one plan (same hash). */
+	l->lat_us = json_object_get_double(v) + 0.0;
 	if (!(l->lat_us >= 0) || l->lat_us > 1e7)
 		return JERR(cx, -EINVAL, "%s.lat_us: %g must be in [0, 1e7]",
 			    path, l->lat_us);
@@ -600,7 +601,7 @@ static void put_str(FILE *f, const char *s)
 
 int isle_plan_write(const struct isle_plan *p, FILE *f)
 {
-	char codec[64];
+	char codec[64], bw[40], lat[40];
 
 	fprintf(f, "{\n  \"isle_plan\": %d,\n", p->version);
 	if (p->job_id) {
@@ -629,12 +630,14 @@ int isle_plan_write(const struct isle_plan *p, FILE *f)
 		const struct isle_plan_level *l = &p->levels[j];
 
 		isle_codec_format(&l->codec, codec, sizeof(codec));
+		isle__fmt_double(bw, sizeof(bw), l->bw_gbps);
+		isle__fmt_double(lat, sizeof(lat), l->lat_us);
 		fputs("    {\"name\": ", f);
 		put_str(f, l->name);
 		fprintf(f,
-			", \"scope\": \"%s\", \"bw_gbps\": %.9g, "
-			"\"lat_us\": %.9g, \"codec\": \"%s\"}%s\n",
-			isle_scope_name(l->scope), l->bw_gbps, l->lat_us, codec,
+			", \"scope\": \"%s\", \"bw_gbps\": %s, "
+			"\"lat_us\": %s, \"codec\": \"%s\"}%s\n",
+			isle_scope_name(l->scope), bw, lat, codec,
 			j + 1 < p->nlevels ? "," : "");
 	}
 	fputs("  ]\n}\n", f);

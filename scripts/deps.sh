@@ -64,6 +64,8 @@ PACKAGES=(
 	procps psmisc util-linux libxml2-utils
 	# Fashion-MNIST (gzip idx files) for the shim's convergence check
 	dataset-fashion-mnist
+	# make fuzz: clang with libFuzzer and the sanitizer runtimes
+	clang libclang-rt-14-dev
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev

@@ -199,7 +199,10 @@ int isle_emit_dot(const isle_topo *t, const int *job_of_node,
 			q(out, "s:", t->switches[sw->down[k]].name);
 			fputs(";\n", out);
 		}
-		memcpy(down, sw->nodes, (size_t)sw->nnodes * sizeof(int));
+		/* nodes is NULL on a switch without nodes: no memcpy. */
+		if (sw->nnodes)
+			memcpy(down, sw->nodes,
+			       (size_t)sw->nnodes * sizeof(int));
 		qsort_r(down, (size_t)sw->nnodes, sizeof(int), cmp_node_name,
 			(void *)t);
 		for (int k = 0; k < sw->nnodes; k++) {

@@ -464,8 +464,19 @@ static int assign_levels(isle_ibnd_fabric *f, const struct keymap *spines)
 /*
  * The rail of a rail-optimized leaf is the rail most of its hosts use. A
  * host on another rail is either a management server or a crossed cable
- * (HCA-5 and HCA-6 swapped); both are worth a look, so warn.
+ * (HCA-5 and HCA-6 swapped); both are worth a look, so warn. Only a CA's
+ * first connected port carries its rail: the second port of a dual-port
+ * HCA on another switch (a dual-plane fabric) says nothing about rails.
  */
+static int rail_port(const isle_ibnd_fabric *f, int sw,
+		     const struct isle_ibnd_port *l)
+{
+	const struct isle_ibnd_node *c = &f->nodes[l->peer];
+
+	return c->nlinks && c->links[0].peer == sw &&
+	       c->links[0].port == l->peer_port;
+}
+
 static int assign_switch_rails(isle_ibnd_fabric *f)
 {
 	int *count, i, j;
@@ -486,7 +497,8 @@ static int assign_switch_rails(isle_ibnd_fabric *f)
 			const struct isle_ibnd_node *c =
 			    &f->nodes[s->links[j].peer];
 
-			if (c->host && c->rail >= 0) {
+			if (c->host && c->rail >= 0 &&
+			    rail_port(f, i, &s->links[j])) {
 				count[c->rail]++;
 				total++;
 			}
@@ -501,7 +513,8 @@ static int assign_switch_rails(isle_ibnd_fabric *f)
 			const struct isle_ibnd_node *c =
 			    &f->nodes[s->links[j].peer];
 
-			if (c->host && c->rail >= 0 && c->rail != best)
+			if (c->host && c->rail >= 0 && c->rail != best &&
+			    rail_port(f, i, &s->links[j]))
 				isle__warn("%s:%d: %s %s (rail %d) is cabled "
 					   "to %s, a rail %d leaf (crossed "
 					   "cable?)",
@@ -558,6 +571,41 @@ static int count_hosts(isle_ibnd_fabric *f)
 	return 0;
 }
 
+/* Anonymous CAs reported one per line, then a count of the rest. */
+#define ANON_REPORT_MAX 32
+
+/*
+ * An HCA whose description is still the firmware default (the host never
+ * set one: no driver loaded, or an old OFED) cannot be tied to a host.
+ * Its node GUID and where it is cabled are what an admin needs to name it
+ * in a GUID map, so each one is reported with the map line to add.
+ */
+static void report_anonymous(const isle_ibnd_fabric *f)
+{
+	int i, shown = 0;
+
+	for (i = 0; i < f->nnodes; i++) {
+		const struct isle_ibnd_node *n = &f->nodes[i];
+		const struct isle_ibnd_node *sw;
+
+		if (n->type != ISLE_IBND_CA ||
+		    n->kind != ISLE_IBND_CA_ANONYMOUS || n->host)
+			continue;
+		if (shown++ == ANON_REPORT_MAX)
+			continue;
+		sw = n->nlinks ? &f->nodes[n->links[0].peer] : NULL;
+		isle__warn("%s:%d: anonymous HCA %s, node GUID 0x%016" PRIx64
+			   " (\"%.48s\"), cabled to %s[%d]: name it with a "
+			   "GUID map line \"0x%016" PRIx64 " HOST HCA\"",
+			   f->source, n->line, n->id, n->guid, n->desc,
+			   sw ? sw->id : "-",
+			   n->nlinks ? n->links[0].peer_port : 0, n->guid);
+	}
+	if (shown > ANON_REPORT_MAX)
+		isle__warn("%s: %d more anonymous HCAs not listed", f->source,
+			   shown - ANON_REPORT_MAX);
+}
+
 int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 		    isle_ibnd_fabric **out, char *err, size_t errlen)
 {
@@ -599,6 +647,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 		isle__err(rc, err, errlen, "%s: out of memory", dump_path);
 		goto out;
 	}
+	report_anonymous(f);
 	*out = f;
 	f = NULL;
 out:
@@ -773,6 +822,22 @@ static int find_switch_linear(const isle_topo *t, const char *name)
 		if (strcmp(t->switches[i].name, name) == 0)
 			return i;
 	return -1;
+}
+
+/* 1 if switch k is cabled to a switch of a higher level. */
+static int has_higher(const isle_ibnd_fabric *f, int k)
+{
+	const struct isle_ibnd_node *n = &f->nodes[k];
+	int j;
+
+	for (j = 0; j < n->nlinks; j++) {
+		const struct isle_ibnd_node *r = &f->nodes[n->links[j].peer];
+
+		if (r->type == ISLE_IBND_SWITCH &&
+		    r->level != ISLE_SW_UNKNOWN && r->level > n->level)
+			return 1;
+	}
+	return 0;
 }
 
 /* Same-level cables (two spines tied together): the better-connected switch
@@ -1126,8 +1191,29 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 
 			if (sw[r] < 0 || !above(f, r, i))
 				continue;
-			if (f->nodes[r].level == n->level)
+			/* Two leafs cabled to each other with nothing above
+			 * (a small cluster, or planes tied together): the
+			 * cable is their only path, so the one drawn above
+			 * stands in for a spine and their nodes share a spine
+			 * group. Said once per pair, at its first cable. */
+			if (f->nodes[r].level == n->level &&
+			    n->level == ISLE_SW_LEAF && !has_higher(f, i) &&
+			    !has_higher(f, r)) {
+				int first = 1, q;
+
+				for (q = 0; q < j; q++)
+					first &= n->links[q].peer != r;
+				if (first)
+					isle__warn(
+					    "%s:%d: leafs %s and %s are cabled "
+					    "to each other with no spine "
+					    "above: "
+					    "%s stands in for their spine",
+					    f->source, n->links[j].line, n->id,
+					    f->nodes[r].id, f->nodes[r].id);
+			} else if (f->nodes[r].level == n->level) {
 				peer_links++;
+			}
 			rc = isle_topo_link_switches(t, sw[r], sw[i]);
 			if (rc < 0) {
 				rc = isle__err(

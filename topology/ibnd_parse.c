@@ -30,6 +30,7 @@ struct parser {
 	const char *path;
 	int lineno;
 	int started;	  /* saw the first line of the dump proper */
+	int ended;	  /* a shell prompt after the dump: ignore the rest */
 	uint64_t guid;	  /* from the last "switchguid=" / "caguid=" line */
 	int cur;	  /* node whose port lines follow, -1 before any */
 	char ***peer_ids; /* per node, per link: remote id until resolved */
@@ -450,6 +451,23 @@ static int parse_keyval(struct parser *p, const char *s)
 	return 1;
 }
 
+/*
+ * A shell prompt, as in a terminal session pasted around the dump:
+ * "root@head:~# ", "[alice@login1 ~]$ exit", "bash-5.1$". Port and header
+ * lines always quote a node id, so a line with a quote is never one.
+ */
+static int is_prompt(const char *s)
+{
+	size_t n = strcspn(s, "$#%>");
+
+	if (!s[n] || (s[n + 1] && s[n + 1] != ' ') || strchr(s, '"') || n > 64)
+		return 0;
+	if (n == 0) /* "$ ", "> "; "# ..." is the dump's own comment */
+		return s[0] != '#';
+	return memchr(s, '@', n) || s[n - 1] == ']' || s[n - 1] == '~' ||
+	       strncmp(s, "bash", 4) == 0 || strncmp(s, "sh-", 3) == 0;
+}
+
 static int parse_line(struct parser *p, char *line)
 {
 	size_t len = strlen(line);
@@ -460,8 +478,25 @@ static int parse_line(struct parser *p, char *line)
 		       line[len - 1] == ' ' || line[len - 1] == '\t'))
 		line[--len] = '\0';
 	s = skip_ws(line);
-	if (!*s)
+	if (!*s || p->ended)
 		return 0;
+	/* ibnetdiscover's own complaints, when stderr went into the file. */
+	if (strncmp(s, "ibwarn:", 7) == 0 ||
+	    strncmp(s, "ibnetdiscover:", 14) == 0 ||
+	    strncmp(s, "ibpanic:", 8) == 0) {
+		isle__warn("%s:%d: skipping a message of ibnetdiscover: "
+			   "\"%.60s\"",
+			   p->path, p->lineno, s);
+		return 0;
+	}
+	if (p->started && is_prompt(s)) {
+		/* The end of a pasted terminal session; a dump cut short
+		 * before it still fails the cable check. */
+		isle__warn("%s:%d: the dump ends at a shell prompt: \"%.40s\"",
+			   p->path, p->lineno, s);
+		p->ended = 1;
+		return 0;
+	}
 	if (*s == '#') {
 		/* The dump opens with "# Topology file: ...". */
 		if (strstr(s, "Topology file"))

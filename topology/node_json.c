@@ -52,14 +52,24 @@ static int member(struct ctx *c, json_object *o, const char *path,
 	return 0;
 }
 
+/* Integer member in [lo, hi] (the cluster file's ranges, so that a merged
+ * node saves into a file that loads); absent gives dflt. */
 static int get_int(struct ctx *c, json_object *o, const char *path,
-		   const char *key, int dflt, int *out)
+		   const char *key, int dflt, int64_t lo, int64_t hi, int *out)
 {
 	json_object *v;
 	int rc = member(c, o, path, key, json_type_int, &v);
+	int64_t x;
 
-	*out = v ? json_object_get_int(v) : dflt;
-	return rc;
+	*out = dflt;
+	if (rc < 0 || !v)
+		return rc;
+	x = json_object_get_int64(v);
+	if (x < lo || x > hi)
+		return jerr(c, path, "\"%s\": %lld out of range [%lld, %lld]",
+			    key, (long long)x, (long long)lo, (long long)hi);
+	*out = (int)x;
+	return 0;
 }
 
 static int get_str(struct ctx *c, json_object *o, const char *path,
@@ -135,12 +145,17 @@ static int merge_nics(struct ctx *c, isle_topo *t, int node, json_object *nics,
 		if (rc == 0)
 			rc = parse_guid(c, o, path, "port_guid", &guid);
 		if (rc == 0)
-			rc = get_int(c, o, path, "numa", -1, &numa);
+			rc = get_int(c, o, path, "numa", -1, -1, 4095, &numa);
 		if (rc == 0 &&
 		    (rc = member(c, o, path, "gbps", json_type_double, &gv)) ==
 			0 &&
-		    gv)
+		    gv) {
 			gbps = json_object_get_double(gv);
+			/* NaN and inf parse too (json-c): refuse them. */
+			if (!(gbps >= 0) || gbps > 1e12)
+				rc = jerr(c, path, "\"gbps\": %g out of range",
+					  gbps);
+		}
 		if (rc < 0)
 			return rc;
 		for (k = 0; k < nd->nnics && found < 0; k++)
@@ -202,7 +217,7 @@ static int merge_gpus(struct ctx *c, isle_topo *t, int node, json_object *gpus,
 		if (rc == 0)
 			rc = get_str(c, o, path, "model", &model);
 		if (rc == 0)
-			rc = get_int(c, o, path, "numa", -1, &numa);
+			rc = get_int(c, o, path, "numa", -1, -1, 4095, &numa);
 		if (rc == 0)
 			rc = get_str(c, o, path, "nic", &nic);
 		if (rc < 0)
@@ -287,7 +302,8 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 
 	if (!json_object_is_type(root, json_type_object))
 		return jerr(c, "$", "should be an object");
-	rc = get_int(c, root, "$", "isle_node", -1, &version);
+	rc = get_int(c, root, "$", "isle_node", -1, INT32_MIN, INT32_MAX,
+		     &version);
 	if (rc < 0)
 		return rc;
 	if (version != 1)

@@ -585,6 +585,71 @@ static void test_multi_node_domain(void **state)
 	isle_topo_destroy(t);
 }
 
+/*
+ * AMD GPUs: hwloc's RSMI backend reports Infinity Fabric links as the
+ * "XGMIBandwidth" matrix. tests/golden/discover/mi250x-xgmi.xml, written
+ * for this test: four MI250X GCDs, 0-1 and 2-3 joined by 4 xGMI links
+ * (200 GB/s), nothing across the pairs.
+ */
+static void test_xgmi_islands(void **state)
+{
+	isle_agent_node *n = isle_agent_node_create();
+	isle_topo *t = isle_topo_create();
+	char err[512], *js;
+	int node, i;
+
+	(void)state;
+	assert_non_null(n);
+	assert_non_null(t);
+	if (isle_agent_discover_hwloc(n, GOLDEN "/mi250x-xgmi.xml", err,
+				      sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(n->ngpus, 4);
+	assert_int_equal(n->nvlink_source, ISLE_NVLINK_HWLOC);
+	assert_int_equal(n->nvlinks[0 * 4 + 1], 4);
+	assert_int_equal(n->nvlinks[2 * 4 + 3], 4);
+	assert_int_equal(n->nvlinks[0 * 4 + 2], 0);
+	assert_int_equal(n->nvlinks[1 * 4 + 3], 0);
+	assert_int_equal(n->nislands, 2);
+	assert_int_equal(n->gpus[0].island, n->gpus[1].island);
+	assert_int_equal(n->gpus[2].island, n->gpus[3].island);
+	assert_int_not_equal(n->gpus[0].island, n->gpus[2].island);
+	for (i = 0; i < 4; i++)
+		assert_string_equal(n->gpus[i].model, "AMD Instinct MI250X");
+	/* The islands survive into the cluster model. */
+	js = isle_agent_node_to_json(n);
+	assert_non_null(js);
+	node = isle_topo_merge_node_json_buf(t, js, "mi250-01.json", err,
+					     sizeof(err));
+	assert_true(node >= 0);
+	assert_int_equal(isle_topo_finalize(t, err, sizeof(err)), 0);
+	assert_int_equal(isle_topo_gpu_tier(t, node, 0, node, 1),
+			 ISLE_TIER_ISLAND);
+	assert_int_equal(isle_topo_gpu_tier(t, node, 2, node, 3),
+			 ISLE_TIER_ISLAND);
+	assert_int_equal(isle_topo_gpu_tier(t, node, 1, node, 2),
+			 ISLE_TIER_NODE);
+	free(js);
+	isle_topo_destroy(t);
+	isle_agent_node_destroy(n);
+}
+
+/* hwloc 2.9 crashes on an object without complete_cpuset (found by
+ * fuzz_hwloc_xml): the agent reports the file instead of crashing. */
+static void test_xml_that_crashes_hwloc(void **state)
+{
+	const char *path =
+	    "tests/fuzz/inputs/hwloc_xml/crash-no-complete-cpuset.xml";
+	isle_agent_node *n = isle_agent_node_create();
+	char err[512];
+
+	(void)state;
+	assert_int_equal(isle_agent_discover_hwloc(n, path, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, path));
+	isle_agent_node_destroy(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +665,8 @@ int main(void)
 	    cmocka_unit_test(test_merge_lassen_fills_fabric_node),
 	    cmocka_unit_test(test_merge_errors),
 	    cmocka_unit_test(test_multi_node_domain),
+	    cmocka_unit_test(test_xgmi_islands),
+	    cmocka_unit_test(test_xml_that_crashes_hwloc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -714,6 +714,189 @@ static void test_switch_desc_names(void **state)
 	unlink(path);
 }
 
+/* Loads a golden dump into a new finalized model (no GUID map). */
+static isle_topo *load_model(const char *path)
+{
+	isle_topo *t = isle_topo_create();
+	char err[512];
+
+	assert_non_null(t);
+	if (isle_ibnd_load(t, path, NULL, err, sizeof(err)) != 0 ||
+	    isle_topo_finalize(t, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", path, err);
+	return t;
+}
+
+static int node_of(const isle_topo *t, const char *name)
+{
+	int i = isle_topo_find_node(t, name);
+
+	if (i < 0)
+		fail_msg("no node %s", name);
+	return i;
+}
+
+/*
+ * two-leaf.net: two leafs joined by two cables, no spine (a small
+ * cluster). Each leaf is its own leaf group; the cable makes them one
+ * spine group, said once per pair of leafs; the anonymous HCA is reported
+ * with its GUID and where it is cabled, so an admin can name it.
+ */
+static void test_peer_leafs_no_spine(void **state)
+{
+	isle_topo *t = load_model(GOLDEN "/two-leaf.net");
+	int a1 = node_of(t, "a1"), a2 = node_of(t, "a2");
+	int b1 = node_of(t, "b1"), b2 = node_of(t, "b2"), i;
+	const char *w;
+
+	assert_int_equal(t->nnodes, 4);
+	assert_int_equal(t->nswitches, 2);
+	for (i = 0; i < t->nswitches; i++)
+		assert_int_equal(t->switches[i].level, ISLE_SW_LEAF);
+	assert_int_equal(isle_topo_node_tier(t, a1, a2), ISLE_TIER_LEAF);
+	assert_int_equal(isle_topo_node_tier(t, b1, b2), ISLE_TIER_LEAF);
+	assert_int_equal(isle_topo_node_tier(t, a1, b1), ISLE_TIER_SPINE);
+	assert_int_equal(isle_topo_node_tier(t, a2, b2), ISLE_TIER_SPINE);
+	assert_int_equal(t->ngroups[ISLE_TIER_LEAF], 2);
+	assert_int_equal(t->ngroups[ISLE_TIER_SPINE], 1);
+	w = strstr(warnings, "cabled to each other with no spine above");
+	assert_non_null(w);
+	assert_null(strstr(w + 10, "cabled to each other"));
+	assert_null(strstr(warnings, "drawn as parent/child"));
+	assert_non_null(strstr(warnings,
+			       "anonymous HCA H-0002c90000000901, node GUID "
+			       "0x0002c90000000901"));
+	assert_non_null(strstr(warnings, "cabled to S-0002c90000000020[5]"));
+	assert_non_null(strstr(warnings, "\"0x0002c90000000901 HOST HCA\""));
+	/* Saved and loaded again, the cluster file says the same. */
+	{
+		char *js = isle_topo_to_json(t), err[512];
+		isle_topo *u = NULL;
+
+		assert_non_null(js);
+		if (isle_topo_load_buf(js, "two.json", &u, err, sizeof(err)))
+			fail_msg("%s", err);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "a1"), node_of(u, "b1")),
+		    ISLE_TIER_SPINE);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "a1"), node_of(u, "a2")),
+		    ISLE_TIER_LEAF);
+		isle_topo_destroy(u);
+		free(js);
+	}
+	isle_topo_destroy(t);
+}
+
+/*
+ * dual-home.net: two planes (switches not cabled together), every host on
+ * both: h1 and h2 through the two ports of one HCA, h3 through two HCAs.
+ * The first port of an HCA is its NIC and gives its rail; the second port
+ * cables the node to the other plane without making a rail of its own.
+ */
+static void test_dual_homed_hosts(void **state)
+{
+	isle_topo *t = load_model(GOLDEN "/dual-home.net");
+	int h1 = node_of(t, "h1"), h2 = node_of(t, "h2"), h3 = node_of(t, "h3");
+	int pa = isle_topo_find_switch(t, "plane-a");
+	int pb = isle_topo_find_switch(t, "plane-b");
+	const struct isle_switch *b;
+	int i, seen = 0;
+
+	assert_true(pa >= 0 && pb >= 0);
+	assert_int_equal(t->nodes[h1].nnics, 1);
+	assert_int_equal(t->nodes[h1].nics[0].sw, pa);
+	assert_int_equal(t->nodes[h3].nnics, 2);
+	assert_int_equal(t->nodes[h3].nics[0].sw, pa);
+	assert_int_equal(t->nodes[h3].nics[1].sw, pb);
+	assert_int_equal(t->nodes[h3].nics[1].rail, 1);
+	/* Every host is on plane b too. */
+	b = &t->switches[pb];
+	for (i = 0; i < b->nnodes; i++)
+		seen |= 1 << (b->nodes[i] == h1	  ? 0
+			      : b->nodes[i] == h2 ? 1
+						  : 2);
+	assert_int_equal(b->nnodes, 3);
+	assert_int_equal(seen, 7);
+	assert_int_equal(t->switches[pb].rail, 1);
+	assert_int_equal(isle_topo_node_tier(t, h1, h2), ISLE_TIER_LEAF);
+	assert_int_equal(isle_topo_node_tier(t, h1, h3), ISLE_TIER_LEAF);
+	assert_int_equal(t->nodes[h1].leaf, pa);
+	/* A second port is not a crossed cable. */
+	assert_null(strstr(warnings, "crossed cable"));
+	/* The cluster file keeps the second port's cable. */
+	{
+		char *js = isle_topo_to_json(t), err[512];
+		isle_topo *u = NULL;
+
+		assert_non_null(js);
+		if (isle_topo_load_buf(js, "dual.json", &u, err, sizeof(err)))
+			fail_msg("%s", err);
+		pb = isle_topo_find_switch(u, "plane-b");
+		assert_true(pb >= 0);
+		assert_int_equal(u->switches[pb].nnodes, 3);
+		assert_int_equal(
+		    isle_topo_node_tier(u, node_of(u, "h1"), node_of(u, "h3")),
+		    ISLE_TIER_LEAF);
+		isle_topo_destroy(u);
+		free(js);
+	}
+	isle_topo_destroy(t);
+}
+
+/*
+ * prompt-around.out: two-leaf.net as pasted from a terminal: the command
+ * line and an ibwarn before it, an ibwarn inside, and a prompt and more
+ * text after it. The fabric is the same as without them.
+ */
+static void test_text_around_dump(void **state)
+{
+	isle_ibnd_fabric *f = NULL, *g = NULL;
+	char err[512], *x, *y;
+
+	assert_int_equal(isle_ibnd_parse(GOLDEN "/prompt-around.out", NULL, &f,
+					 err, sizeof(err)),
+			 0);
+	assert_int_equal(
+	    isle_ibnd_parse(GOLDEN "/two-leaf.net", NULL, &g, err, sizeof(err)),
+	    0);
+	x = isle_ibnd_summary(f);
+	y = isle_ibnd_summary(g);
+	assert_string_equal(x, y);
+	assert_non_null(strstr(warnings, "prompt-around.out:1: skipping"));
+	assert_non_null(strstr(warnings, "prompt-around.out:30: skipping a "
+					 "message of ibnetdiscover"));
+	assert_non_null(strstr(warnings,
+			       "prompt-around.out:42: the dump ends at a shell "
+			       "prompt"));
+	free(x);
+	free(y);
+	isle_ibnd_fabric_destroy(f);
+	isle_ibnd_fabric_destroy(g);
+}
+
+/* A dump cut short before the prompt still fails the cable check. */
+static void test_prompt_after_truncated_dump(void **state)
+{
+	char path[256], err[512], *full = slurp(GOLDEN "/prompt-around.out");
+	isle_ibnd_fabric *f = NULL;
+	char *cut;
+
+	assert_non_null(full);
+	/* Drop the last CA section (the anonymous HCA) but keep the prompt. */
+	cut = strstr(full, "caguid=0x0002c90000000901");
+	assert_non_null(cut);
+	memmove(cut, strstr(cut, "alice@mgmt01"),
+		strlen(strstr(cut, "alice")) + 1);
+	write_tmp(path, sizeof(path), "cut", full);
+	assert_int_equal(isle_ibnd_parse(path, NULL, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(f);
+	assert_non_null(strstr(err, "H-0002c90000000901"));
+	unlink(path);
+	free(full);
+}
+
 /* Appends one cable end: "[port] "PEER"[pport] # "desc" lid 1 4xNDR". */
 static void cable(char *buf, size_t len, int port, const char *peer, int pport,
 		  const char *rate)
@@ -808,6 +991,10 @@ int main(void)
 	    cmocka_unit_test_setup(test_spine_list_and_prompt, setup),
 	    cmocka_unit_test_setup(test_merge_into_existing_nodes, setup),
 	    cmocka_unit_test_setup(test_switch_desc_names, setup),
+	    cmocka_unit_test_setup(test_peer_leafs_no_spine, setup),
+	    cmocka_unit_test_setup(test_dual_homed_hosts, setup),
+	    cmocka_unit_test_setup(test_text_around_dump, setup),
+	    cmocka_unit_test_setup(test_prompt_after_truncated_dump, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
