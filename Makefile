@@ -70,6 +70,7 @@ include placement/module.mk
 include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
+include bench/fabric/module.mk
 include tests/module.mk
 
 all: $(DEPS_OK) $(LIBS_A) $(BINS) $(SHLIBS) $(PLUGINS) $(UNIT_TESTS)

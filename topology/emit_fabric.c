@@ -122,6 +122,18 @@ int isle_emit_fabric(const isle_topo *t, FILE *out)
 					isle_topo_tier_lat(t, ISLE_TIER_LEAF));
 		}
 	}
+	/* NVLink island of every GPU, for telling split TP groups. */
+	for (int n = 0; n < t->nnodes; n++) {
+		const struct isle_node *nd = &t->nodes[n];
+
+		fprintf(out, "gpus %s", nd->name);
+		for (int g = 0; g < nd->ngpus; g++)
+			fprintf(out, " %s",
+				nd->gpus[g].island >= 0
+				    ? t->islands[nd->gpus[g].island].name
+				    : "-");
+		fprintf(out, "\n");
+	}
 	for (int d = 0; d < t->nislands; d++) {
 		const struct isle_island *is = &t->islands[d];
 		double r = 0;

@@ -935,7 +935,10 @@ isle_cluster_start() {
 		isle__start_once && rc=0 || rc=$?
 		[ $rc = 0 ] && break
 		[ -n "$ISLE__CUR_DIR" ] && isle_cluster_stop "$ISLE__CUR_DIR"
-		[ $rc = 2 ] || return 1
+		if [ $rc != 2 ]; then
+			[ -n "$o_fab_plan" ] && rm -f "$o_fab_plan"
+			return 1
+		fi
 		isle__msg "a port was taken while starting; retrying with new ports (attempt $((attempt + 1)))"
 	done
 	[ -n "$o_fab_plan" ] && rm -f "$o_fab_plan"

@@ -195,21 +195,33 @@ isle__fabric_cmd() { # dir name
 	printf '%s\n' nsenter "--net=/run/netns/$p-$name" unshare --uts sh -c "hostname $name && exec \"\$@\"" sh
 }
 
-# isle_fabric_counters [DIR]: one line per cable end pair:
+# isle_fabric_counters [DIR]: one line per cable:
 #   "A B TIER RATE_BIT BYTES_A_TO_B BYTES_B_TO_A"
-# from the kernel's interface counters (tx of each end).
+# from the kernel's interface counters (tx bytes of each end), read over
+# netlink in each namespace (/sys/class/net shows the caller's namespace).
 isle_fabric_counters() {
 	local -
 	set +euo pipefail
-	local d=${1:-${ISLE_CLUSTER_DIR:-}} kind a b tier rate nsa deva nsb devb ta tb
+	local d=${1:-${ISLE_CLUSTER_DIR:-}} kind a b tier rate nsa deva nsb devb ns
 	[ -n "$d" ] && [ -f "$d/fabric/cables" ] || {
 		isle__err "no fabric in ${d:-?}"
 		return 1
 	}
+	local -A tx=()
+	local dev bytes
+	for ns in $(awk '{ print $6; print $8 }' "$d/fabric/cables" | sort -u); do
+		while read -r dev bytes; do
+			tx[$ns/$dev]=$bytes
+		done < <(ip -n "$ns" -s -o link show 2>/dev/null | awk '
+			# -o puts each link on one line: "N: DEV@PEER: ... TX: bytes
+			# packets ... \ BYTES PACKETS ...": the first number after TX:.
+			{ dev = $2; sub(/@.*/, "", dev); sub(/:$/, "", dev)
+			  i = index($0, "TX:"); if (!i) next
+			  n = split(substr($0, i + 3), f, /[ \\]+/)
+			  for (j = 1; j <= n; j++) if (f[j] ~ /^[0-9]+$/) { print dev, f[j]; break } }')
+	done
 	while read -r kind a b tier rate nsa deva nsb devb; do
-		ta=$(nsenter --net="/run/netns/$nsa" cat "/sys/class/net/$deva/statistics/tx_bytes" 2>/dev/null)
-		tb=$(nsenter --net="/run/netns/$nsb" cat "/sys/class/net/$devb/statistics/tx_bytes" 2>/dev/null)
-		echo "$a $b $tier $rate ${ta:-0} ${tb:-0}"
+		echo "$a $b $tier $rate ${tx[$nsa/$deva]:-0} ${tx[$nsb/$devb]:-0}"
 	done <"$d/fabric/cables"
 }
 
