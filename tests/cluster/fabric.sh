@@ -253,7 +253,9 @@ isle__fabric_down() { # dir
 isle__fabric_reaper() { # dir owner_pid
 	local d=$1 owner=$2
 	(
-		trap '' INT TERM HUP
+		set +euo pipefail
+		trap '' INT HUP
+		trap 'exit 0' TERM
 		for f in /proc/"$BASHPID"/fd/*; do
 			f=${f##*/}
 			[ "$f" -gt 2 ] 2>/dev/null && eval "exec $f>&-" 2>/dev/null

@@ -1,0 +1,84 @@
+#!/bin/bash
+# 47-fabric-kill: the fabric benchmark killed midway leaves nothing behind.
+# bench/fabric/run.sh --quick runs in the background; once its jobs are
+# submitted (MPI ranks running inside the node namespaces) it gets SIGKILL,
+# so none of its traps run. Within a minute and a half there must be no run
+# dir, no namespace <prefix>-* (and with them no bridge or veth: they were
+# only ever made inside those namespaces), no /run/netns entry, no process
+# naming the run dir and no slurmstepd holding a file in it. The harness's
+# reaper (tests/cluster/fabric.sh) does the teardown.
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/cluster/cluster.sh
+source "$repo/tests/cluster/cluster.sh"
+isle_cluster_require
+command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t47.XXXXXX")
+pid=""
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Its own TMPDIR: the runner's work dir (its EXIT trap never runs) goes
+# with ours; the cluster's run dir lands there too.
+mkdir -p "$work/tmp"
+TMPDIR=$work/tmp B=$repo/build setsid "$repo/bench/fabric/run.sh" --quick --configs isle \
+	--steps 40 --out "$work/fabric.json" >"$work/log" 2>&1 </dev/null &
+pid=$!
+
+end=$((SECONDS + 180))
+while ! grep -q '^fabric-bench: jobs submitted' "$work/log"; do
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid"
+		rc=$?
+		if [ $rc = 77 ]; then
+			grep SKIP "$work/log"
+			exit 77
+		fi
+		tail -20 "$work/log"
+		echo "FAIL: the runner ended ($rc) before submitting its jobs"
+		exit 1
+	fi
+	[ $SECONDS -lt $end ] || { tail -20 "$work/log"; echo "FAIL: no jobs submitted within 180 s"; exit 1; }
+	sleep 1
+done
+read -r d p < <(sed -n 's/^fabric-bench: run dir \([^ ]*\) prefix \([^ ]*\) .*/\1 \2/p' "$work/log" | tail -1)
+[ -n "$d" ] && [ -n "$p" ] || { echo "FAIL: no run dir / prefix in the log"; exit 1; }
+# Wait until a rank runs, so the kill finds MPI processes in the namespaces.
+end=$((SECONDS + 60))
+until grep -qs '^step 0 ' "$d"/jobs/*.out; do
+	[ $SECONDS -lt $end ] || break
+	sleep 1
+done
+ip netns list | grep -q "^$p-" || { echo "FAIL: no namespaces $p-* while running"; exit 1; }
+running=$(grep -lsF "$d/" /proc/[0-9]*/cmdline | wc -l)
+echo "     killing the runner (pid $pid) with $running processes of $d and $(ip netns list | grep -c "^$p-") namespaces up"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+pid=""
+
+left() {
+	local out=""
+	[ -e "$d" ] && out+="run dir; "
+	ip netns list 2>/dev/null | grep -q "^$p-" && out+="namespaces $(ip netns list | grep -c "^$p-"); "
+	ls /run/netns 2>/dev/null | grep -q "^$p-" && out+="/run/netns entries; "
+	grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1 && out+="processes naming $d; "
+	find /proc/[0-9]*/fd -maxdepth 1 -lname "$d/*" 2>/dev/null | grep -q . && out+="processes holding files in $d; "
+	echo "$out"
+}
+end=$((SECONDS + 90))
+while :; do
+	l=$(left)
+	[ -z "$l" ] && break
+	if [ $SECONDS -ge $end ]; then
+		echo "FAIL: 90 s after SIGKILL still there: $l"
+		exit 1
+	fi
+	sleep 1
+done
+echo "ok   nothing of $p left after SIGKILL"
+echo "PASS"
