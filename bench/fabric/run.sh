@@ -101,9 +101,19 @@ for c in $configs; do
 	esac
 done
 # A probe namespace: containers without CAP_SYS_ADMIN or netns support skip.
+# The kernel must have what the fabric is made of: bridges, veths, tbf.
 probe=isf-probe-$$
 ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces"
+why=""
+if ! ip -n "$probe" link add b0 type bridge 2>/dev/null; then
+	why="the kernel has no bridge support"
+elif ! ip -n "$probe" link add v0 type veth peer name v1 2>/dev/null; then
+	why="the kernel has no veth support"
+elif ! nsenter --net="/run/netns/$probe" tc qdisc add dev v0 root tbf rate 1mbit burst 32k latency 10ms 2>/dev/null; then
+	why="tc tbf is not available (sch_tbf)"
+fi
 ip netns del "$probe"
+[ -z "$why" ] || skip "$why"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-fabric-bench.XXXXXX")
 results=$work/results.jsonl
@@ -115,13 +125,14 @@ say() { echo "fabric-bench: $*" >&2; }
 
 # --- trace -------------------------------------------------------------------
 # One line per job: "kind model nodes gpus tp pp". nodes 0 = one node with
-# --gpus=gpus. Multi-node TP groups span nodes (TP = 2 x GPUs per node) where
-# NVLink reaches across nodes, so placement decides whether they stay in one
-# NVLink domain.
-make_trace() { # seed gpus_per_node multinode_nvlink(0|1)
-	local seed=$1 g=$2 mn=$3 i r tpn
+# --gpus=gpus. TP is one NVLink island: 2 x GPUs per node where NVLink
+# reaches across nodes (placement decides whether a group stays in one
+# domain), else the island size inside a node (NVLink pairs: TP=2, and a
+# 2-GPU job's GPUs decide whether its group is split).
+make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus
+	local seed=$1 g=$2 mn=$3 isz=$4 i r tpn
 	RANDOM=$seed
-	tpn=$g
+	tpn=$isz
 	[ "$mn" = 1 ] && tpn=$((2 * g))
 	for ((i = 0; i < njobs; i++)); do
 		r=$((RANDOM % 10))
@@ -134,7 +145,7 @@ make_trace() { # seed gpus_per_node multinode_nvlink(0|1)
 		3 | 4) echo "train 70b 4 $g $tpn 2" ;;
 		5) echo "infer 70b 2 $g $tpn 1" ;;
 		6 | 7) echo "infer 7b 0 $((g / 2 > 0 ? g / 2 : 1)) $((g / 2 > 0 ? g / 2 : 1)) 1" ;;
-		*) echo "infer 7b 0 $g $g 1" ;;
+		*) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1" ;;
 		esac
 	done
 }
@@ -173,7 +184,9 @@ run_one() {
 		plug=(--plugstack "$rw/plugstack.conf" --plugin-dir "$B/slurm")
 		;;
 	esac
-	make_trace "$seed" "$g" "$mn" >"$rw/trace"
+	local isz
+	isz=$(awk '$1 == "gpus" { n = 0; for (i = 3; i <= NF; i++) if ($i == $3) n++; print n; exit }' "$plan")
+	make_trace "$seed" "$g" "$mn" "$isz" >"$rw/trace"
 
 	local c0 c1
 	read -r -a c0 <<<"$(cpu_sample)"
