@@ -212,15 +212,14 @@ n=\$((SLURM_JOB_NUM_NODES * \$1))
 shift
 out=\$(mktemp)
 for try in 1 2 3; do
+	set -o pipefail
 	srun --mpi=pmix -n \$n --ntasks-per-node=\$((n / SLURM_JOB_NUM_NODES)) -m block \\
-		--kill-on-bad-exit=1 "$JOB" "\$@" >"\$out" 2>&1
+		--kill-on-bad-exit=1 "$JOB" "\$@" 2>&1 | tee "\$out"
 	rc=\$?
 	if [ \$rc != 0 ] && [ \$try -lt 3 ] && ! grep -q '^fabric_job: ' "\$out"; then
 		echo "fabric-job: launch \$try failed before MPI_Init returned (rc \$rc): launching again"
-		grep -m3 -E 'Signal:|failed|rror' "\$out"
 		continue
 	fi
-	cat "\$out"
 	break
 done
 rm -f "\$out"

@@ -48,15 +48,23 @@ while ! grep -q '^fabric-bench: jobs submitted' "$work/log"; do
 done
 read -r d p < <(sed -n 's/^fabric-bench: run dir \([^ ]*\) prefix \([^ ]*\) .*/\1 \2/p' "$work/log" | tail -1)
 [ -n "$d" ] && [ -n "$p" ] || { echo "FAIL: no run dir / prefix in the log"; exit 1; }
-# Wait until a rank runs, so the kill finds MPI processes in the namespaces.
-end=$((SECONDS + 60))
-until grep -qs '^step 0 ' "$d"/jobs/*.out; do
-	[ $SECONDS -lt $end ] || break
+# Wait until MPI ranks run inside the node namespaces.
+ranks() {
+	local ns pid n=0
+	for ns in $(ip netns list 2>/dev/null | awk -v p="$p-" 'index($1, p) == 1 { print $1 }'); do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = fabric_job ] && n=$((n + 1))
+		done
+	done
+	echo $n
+}
+end=$((SECONDS + 90))
+until [ "$(ranks)" -gt 0 ]; do
+	[ $SECONDS -lt $end ] || { tail -20 "$work/log"; echo "FAIL: no MPI rank ran within 90 s"; exit 1; }
 	sleep 1
 done
-ip netns list | grep -q "^$p-" || { echo "FAIL: no namespaces $p-* while running"; exit 1; }
 running=$(grep -lsF "$d/" /proc/[0-9]*/cmdline | wc -l)
-echo "     killing the runner (pid $pid) with $running processes of $d and $(ip netns list | grep -c "^$p-") namespaces up"
+echo "     killing the runner (pid $pid): $running processes naming $d, $(ranks) MPI ranks, $(ip netns list | grep -c "^$p-") namespaces up"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 pid=""
