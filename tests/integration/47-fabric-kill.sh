@@ -64,7 +64,7 @@ until [ "$(ranks)" -gt 0 ]; do
 	sleep 1
 done
 running=$(grep -lsF "$d/" /proc/[0-9]*/cmdline | wc -l)
-echo "     killing the runner (pid $pid): $running processes naming $d, $(ranks) MPI ranks, $(ip netns list | grep -c "^$p-") namespaces up"
+echo "     killing the runner (pid $pid): $running processes naming $d, $(ranks) MPI ranks, $(ip netns list 2>/dev/null | grep -c "^$p-") namespaces up"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 pid=""
@@ -72,7 +72,7 @@ pid=""
 left() {
 	local out=""
 	[ -e "$d" ] && out+="run dir; "
-	ip netns list 2>/dev/null | grep -q "^$p-" && out+="namespaces $(ip netns list | grep -c "^$p-"); "
+	ip netns list 2>/dev/null | grep -q "^$p-" && out+="namespaces $(ip netns list 2>/dev/null | grep -c "^$p-"); "
 	ls /run/netns 2>/dev/null | grep -q "^$p-" && out+="/run/netns entries; "
 	grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1 && out+="processes naming $d; "
 	find /proc/[0-9]*/fd -maxdepth 1 -lname "$d/*" 2>/dev/null | grep -q . && out+="processes holding files in $d; "
