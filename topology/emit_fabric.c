@@ -48,8 +48,7 @@ int isle_emit_fabric(const isle_topo *t, FILE *out)
 		     "full scale; latency in us)\n");
 	for (int i = 0; i < ISLE_TIER_COUNT; i++)
 		fprintf(out, "tier %s %g %g %g\n", isle_tier_name((isle_tier)i),
-			t->tier[i].bw_gbps,
-			isle_topo_tier_lat(t, (isle_tier)i),
+			t->tier[i].bw_gbps, isle_topo_tier_lat(t, (isle_tier)i),
 			t->tier[i].oversub >= 1.0 ? t->tier[i].oversub : 1.0);
 
 	/* Node rates summed up the tree (first parents only). */
@@ -98,9 +97,10 @@ int isle_emit_fabric(const isle_topo *t, FILE *out)
 
 		if (nd->domain >= 0) {
 			const struct isle_island *is = &t->islands[nd->domain];
-			double bw = is->bw_gbps > 0
-					? is->bw_gbps
-					: isle_topo_tier_bw(t, ISLE_TIER_ISLAND);
+			double bw =
+			    is->bw_gbps > 0
+				? is->bw_gbps
+				: isle_topo_tier_bw(t, ISLE_TIER_ISLAND);
 
 			fprintf(out, "node %s %d %s\n", nd->name, nd->ngpus,
 				is->name);
@@ -108,18 +108,18 @@ int isle_emit_fabric(const isle_topo *t, FILE *out)
 				is->name, node_gbit(t, n, bw),
 				isle_topo_tier_lat(t, ISLE_TIER_ISLAND));
 		} else {
-			const char *to = nd->leaf >= 0
-					     ? t->switches[nd->leaf].name
-					     : (root_used ? "fabric-root" : NULL);
+			const char *to =
+			    nd->leaf >= 0 ? t->switches[nd->leaf].name
+					  : (root_used ? "fabric-root" : NULL);
 
 			fprintf(out, "node %s %d %s\n", nd->name, nd->ngpus,
 				to ? to : "-");
 			if (to)
-				fprintf(out, "cable %s %s %g %g leaf\n",
-					nd->name, to,
-					node_gbit(t, n,
-						  eff_bw(t, ISLE_TIER_LEAF)),
-					isle_topo_tier_lat(t, ISLE_TIER_LEAF));
+				fprintf(
+				    out, "cable %s %s %g %g leaf\n", nd->name,
+				    to,
+				    node_gbit(t, n, eff_bw(t, ISLE_TIER_LEAF)),
+				    isle_topo_tier_lat(t, ISLE_TIER_LEAF));
 		}
 	}
 	/* NVLink island of every GPU, for telling split TP groups. */
@@ -152,14 +152,15 @@ int isle_emit_fabric(const isle_topo *t, FILE *out)
 	}
 	for (int s = 0; s < t->nswitches; s++) {
 		const struct isle_switch *sw = &t->switches[s];
-		const char *to = sw->nup > 0 ? t->switches[sw->up[0]].name
-					     : (root_used ? "fabric-root" : NULL);
+		const char *to = sw->nup > 0
+				     ? t->switches[sw->up[0]].name
+				     : (root_used ? "fabric-root" : NULL);
 		/* The cable above a leaf is the spine tier, above a spine
 		 * the core tier: its oversubscription divides the rate. */
 		isle_tier tier = sw->level == ISLE_SW_LEAF ? ISLE_TIER_SPINE
 							   : ISLE_TIER_CORE;
-		double o = t->tier[tier].oversub >= 1.0 ? t->tier[tier].oversub
-							: 1.0;
+		double o =
+		    t->tier[tier].oversub >= 1.0 ? t->tier[tier].oversub : 1.0;
 
 		if (!to)
 			continue;

@@ -33,12 +33,12 @@
 
 struct profile {
 	const char *name;
-	double params;	/* parameters */
-	double hidden;	/* hidden size */
-	int layers;	/* transformer layers */
-	double tokens;	/* tokens per replica per step (train) */
-	double flops;	/* sustained FLOP/s per GPU */
-	double mem_bw;	/* bytes/s per GPU (inference: weights read per token) */
+	double params; /* parameters */
+	double hidden; /* hidden size */
+	int layers;    /* transformer layers */
+	double tokens; /* tokens per replica per step (train) */
+	double flops;  /* sustained FLOP/s per GPU */
+	double mem_bw; /* bytes/s per GPU (inference: weights read per token) */
 };
 
 static const struct profile profiles[] = {
@@ -73,8 +73,8 @@ static void fill(float *b, size_t n, int rank)
 }
 
 /* Sum over the ranks listed in world[] of fill(): checks every element. */
-static int check(const float *b, size_t n, const int *world, int g,
-		 double tol, double *worst)
+static int check(const float *b, size_t n, const int *world, int g, double tol,
+		 double *worst)
 {
 	double base = 0;
 
@@ -145,8 +145,8 @@ int main(int argc, char **argv)
 				if (!strcmp(v, profiles[k].name))
 					pr = &profiles[k];
 			if (!pr) {
-				fprintf(stderr, "fabric_job: unknown model %s\n",
-					v);
+				fprintf(stderr,
+					"fabric_job: unknown model %s\n", v);
 				return 2;
 			}
 		} else {
@@ -175,7 +175,8 @@ int main(int argc, char **argv)
 	int dp = size / (tp * pp);
 	int tpr = rank % tp, stage = (rank / tp) % pp, rep = rank / (tp * pp);
 	MPI_Comm tpc, dpc;
-	/* TP group: same stage and replica; DP group: same TP rank and stage. */
+	/* TP group: same stage and replica; DP group: same TP rank and stage.
+	 */
 	MPI_Comm_split(MPI_COMM_WORLD, rep * pp + stage, tpr, &tpc);
 	MPI_Comm_split(MPI_COMM_WORLD, stage * tp + tpr, rep, &dpc);
 	int tp_world[tp], dp_world[dp];
@@ -233,21 +234,26 @@ int main(int argc, char **argv)
 			 * gradients back up. */
 			for (int m = 0; m < micro && pp > 1; m++) {
 				for (int dir = 0; dir < 2; dir++) {
-					int from = dir == 0 ? stage - 1 : stage + 1;
-					int to = dir == 0 ? stage + 1 : stage - 1;
+					int from =
+					    dir == 0 ? stage - 1 : stage + 1;
+					int to =
+					    dir == 0 ? stage + 1 : stage - 1;
 					int base = rep * tp * pp + tpr;
 
 					if (from >= 0 && from < pp) {
-						MPI_Recv(pbuf, (int)n_pp, MPI_FLOAT,
+						MPI_Recv(pbuf, (int)n_pp,
+							 MPI_FLOAT,
 							 base + from * tp, 7,
 							 MPI_COMM_WORLD,
 							 MPI_STATUS_IGNORE);
-						fails += pbuf[0] !=
-							 (float)(base + from * tp);
+						fails +=
+						    pbuf[0] !=
+						    (float)(base + from * tp);
 					}
 					if (to >= 0 && to < pp) {
 						pbuf[0] = (float)rank;
-						MPI_Send(pbuf, (int)n_pp, MPI_FLOAT,
+						MPI_Send(pbuf, (int)n_pp,
+							 MPI_FLOAT,
 							 base + to * tp, 7,
 							 MPI_COMM_WORLD);
 					}
