@@ -382,23 +382,31 @@ mkdir -p "$(dirname "$out")"
 } | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out"
 say "wrote $out"
 
-# Plot: mean step time and split TP groups per config, one panel per shape.
+# Plot: three panels (train step ms, inference token ms, split TP groups),
+# one bar per shape/config, means over the seeds.
 if command -v gnuplot >/dev/null && [ $quick = 0 ]; then
 	dat=$work/plot.dat
 	jq -r '.shapes[] | .shape as $s | (.results | group_by(.config)[] |
-		[$s, .[0].config, ([.[].step_ms_mean // 0] | add / length), ([.[].tp_groups_split] | add / length),
-		 ([.[].infer_token_ms_mean // 0] | add / length)] | @tsv)' "$out" >"$dat"
+		[$s + "/" + .[0].config, ([.[].step_ms_mean // 0] | add / length),
+		 ([.[].infer_token_ms_mean // 0] | add / length), ([.[].tp_groups_split] | add / length)] | @tsv)' "$out" >"$dat"
 	gnuplot <<EOF || say "gnuplot failed"
-set terminal png size 1000,500
+set terminal png size 1500,520
 set output "$png"
 set style data histograms
 set style fill solid 0.8
+set boxwidth 0.8
 set datafile separator "\t"
-set ylabel "ms (mean over seeds)"
-set xtics rotate by -30
-set key top left
-plot "$dat" using 3:xtic(sprintf("%s/%s", stringcolumn(1), stringcolumn(2))) title "train step ms", \
-     "" using 5 title "inference token ms"
+set xtics rotate by -40 font ",9"
+unset key
+set yrange [0:*]
+set multiplot layout 1,3 title "bench-fabric (scale $scale; means over seeds)"
+set title "train step, ms"
+plot "$dat" using 2:xtic(1) lc rgb "#7b3294"
+set title "inference token, ms"
+plot "$dat" using 3:xtic(1) lc rgb "#008837"
+set title "TP groups split across NVLink islands"
+plot "$dat" using 4:xtic(1) lc rgb "#d7191c"
+unset multiplot
 EOF
 	[ -f "$png" ] && say "wrote $png"
 fi
