@@ -242,7 +242,7 @@ isle__pick_ports() {
 }
 
 isle__node_name() { # prefix width index
-	if [ ${#o_fab_names[@]} -gt 0 ] 2>/dev/null; then
+	if [ -n "${o_fab_names[0]:-}" ]; then
 		echo "${o_fab_names[$(($3 - 1))]}"
 		return
 	fi
@@ -256,7 +256,7 @@ isle__width() {
 }
 
 isle__hostlist() { # prefix count
-	if [ ${#o_fab_names[@]} -gt 0 ] 2>/dev/null; then
+	if [ -n "${o_fab_names[0]:-}" ]; then
 		local IFS=,
 		echo "${o_fab_names[*]}"
 		return
