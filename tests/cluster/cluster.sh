@@ -702,7 +702,9 @@ isle__start_once() {
 	local ctl_wrap=() ss_wrap=()
 	if [ -n "$o_fabric" ]; then
 		mkdir -p "$d/fabric" && cp "$o_fab_plan" "$d/fabric/plan" || return 1
-		isle__fabric_reaper "$d" "$$"
+		# Without traps (isle-cluster start) the cluster outlives this
+		# shell on purpose: no reaper then.
+		[ "${ISLE_NO_TRAP:-0}" = 1 ] || isle__fabric_reaper "$d" "$$"
 		isle__fabric_up "$d" "$o_fabric_scale" || return 1
 		echo "$o_fabric_scale" >"$d/fabric/scale"
 		isle__fabric_wrappers "$d"
