@@ -228,7 +228,8 @@ EOF
 	chmod +x "$rw/job.sh"
 	local kind model nodes gpus tp pp ids=() id args tol
 	while read -r kind model nodes gpus tp pp; do
-		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model")
+		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
+		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "$((3 + steps / 2))")
 		if [ "$nodes" = 0 ]; then
 			args+=(-N1 -n "$gpus" "--gpus=$gpus")
 		else
@@ -361,6 +362,9 @@ EOF
 		 infer_token_ms_mean: ($tokens | mean | r3), infer_token_ms_p95: ($tokens | p95 | r3),
 		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle}' >>"$results.$(basename "$shape" .json)"
 	say "$(tail -1 "$results.$(basename "$shape" .json)")"
+	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
+		say "warning: host CPU idle ${idle}% during this run (< 30%): its times measure the host more than the fabric (a smaller --scale lightens it)"
+	return 0
 }
 
 for shape in "${shapes[@]}"; do
