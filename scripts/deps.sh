@@ -29,7 +29,7 @@ PACKAGES=(
 	libhwloc-dev hwloc libjson-c-dev libcmocka-dev libibverbs-dev ibverbs-providers
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
 	libopenmpi-dev openmpi-bin libpmix-dev libmpich-dev mpich graphviz gnuplot-nox iproute2
-	procps psmisc util-linux libxml2-utils
+	procps psmisc util-linux libxml2-utils jq
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
