@@ -915,6 +915,16 @@ isle_cluster_start() {
 			rm -f "$o_fab_plan"
 			return 1
 		fi
+		# The controller's and the switches' namespaces are <prefix>-ctl
+		# and <prefix>-fab.
+		for v in "${o_fab_names[@]}"; do
+			case $v in ctl | fab | probe)
+				isle__err "--fabric $o_fabric: node name '$v' is reserved for the fabric's own namespaces"
+				rm -f "$o_fab_plan"
+				return 1
+				;;
+			esac
+		done
 		o_nodes=${#o_fab_names[@]}
 		o_gpus=$gcounts
 	fi

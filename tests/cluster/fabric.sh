@@ -18,9 +18,6 @@
 # is kept in DIR/fabric/netns and removed by isle__fabric_down (also from the
 # reaper when the owning shell dies without its traps).
 
-ISLE_FABRIC_MGMT_NET=198.18.0.0/16
-ISLE_FABRIC_DATA_NET=198.19.0.0/16
-
 isle__fabric_mgmt_ip() { # node index (1-based)
 	echo "198.18.$(($1 / 250 + 1)).$(($1 % 250 + 2))"
 }
