@@ -367,23 +367,31 @@ EOF
 	return 0
 }
 
+# The result file is rewritten after every run: a bench cut short keeps
+# what it measured.
+write_out() {
+	mkdir -p "$(dirname "$out")"
+	{
+		for shape in "${shapes[@]}"; do
+			f=$results.$(basename "$shape" .json)
+			[ -f "$f" ] || : >"$f"
+			jq -sc --arg shape "$(basename "$shape" .json)" '{shape: $shape, results: .}' "$f"
+		done
+	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out"
+}
+
 for shape in "${shapes[@]}"; do
 	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
+done
+for shape in "${shapes[@]}"; do
 	for seed in $(seq 1 "$seeds"); do
 		for config in $configs; do
 			run_one "$shape" "$config" "$seed"
+			write_out
 		done
 	done
 done
-
-mkdir -p "$(dirname "$out")"
-{
-	for shape in "${shapes[@]}"; do
-		f=$results.$(basename "$shape" .json)
-		[ -f "$f" ] || : >"$f"
-		jq -sc --arg shape "$(basename "$shape" .json)" '{shape: $shape, results: .}' "$f"
-	done
-} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out"
+write_out
 say "wrote $out"
 
 # Plot: three panels (train step ms, inference token ms, split TP groups),
