@@ -190,6 +190,7 @@ include placement/module.mk
 include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
+include bench/fabric/module.mk
 include tests/module.mk
 include tests/fuzz/module.mk
 

@@ -61,7 +61,7 @@ PACKAGES=(
 	libhwloc-dev hwloc libjson-c-dev libcmocka-dev libibverbs-dev ibverbs-providers
 	infiniband-diags libibnetdisc-dev libibumad-dev ibsim-utils libumad2sim0
 	libopenmpi-dev openmpi-bin libpmix-dev libmpich-dev mpich graphviz gnuplot-nox iproute2
-	procps psmisc util-linux libxml2-utils
+	procps psmisc util-linux libxml2-utils jq
 	# Fashion-MNIST (gzip idx files) for the shim's convergence check
 	dataset-fashion-mnist
 	# make fuzz: clang with libFuzzer and the sanitizer runtimes

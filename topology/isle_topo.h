@@ -503,6 +503,11 @@ int isle_gres_type_valid(const char *type);
 /* NCCL topology XML (NCCL_TOPO_FILE) of one node. */
 int isle_emit_nccl_xml(const isle_topo *t, int node, FILE *out);
 
+/* The data network as "switch NAME LEVEL", "node NAME GPUS BRIDGE",
+ * "gpus NODE ISLAND..." and "cable A B GBIT LAT_US TIER" lines, one L2
+ * tree (first parents only), for the emulated fabric of the test cluster. */
+int isle_emit_fabric(const isle_topo *t, FILE *out);
+
 /* Graphviz DOT of the cluster. job_of_node (may be NULL) gives per node an
  * index into job_names or -1; nodes of a job share a fill colour. */
 int isle_emit_dot(const isle_topo *t, const int *job_of_node,

@@ -327,7 +327,8 @@ static int cmd_emit(int argc, char **argv)
 		goto usage;
 	kind = argv[optind];
 	if (strcmp(kind, "slurm-tree") && strcmp(kind, "slurm-block") &&
-	    strcmp(kind, "gres") && strcmp(kind, "nccl-xml")) {
+	    strcmp(kind, "gres") && strcmp(kind, "nccl-xml") &&
+	    strcmp(kind, "fabric")) {
 		fprintf(stderr, "%s: emit: unknown format '%s'\n", prog, kind);
 		goto usage;
 	}
@@ -371,6 +372,8 @@ static int cmd_emit(int argc, char **argv)
 		rc = isle_emit_slurm_block(t, mem);
 	} else if (!strcmp(kind, "gres")) {
 		rc = isle_emit_gres(t, ni, dev_dir, cores, type, mem);
+	} else if (!strcmp(kind, "fabric")) {
+		rc = isle_emit_fabric(t, mem);
 	} else {
 		rc = isle_emit_nccl_xml(t, ni, mem);
 	}
@@ -397,7 +400,7 @@ static int cmd_emit(int argc, char **argv)
 	return rc ? 1 : 0;
 usage:
 	fprintf(stderr,
-		"usage: %s emit slurm-tree|slurm-block|gres|nccl-xml "
+		"usage: %s emit slurm-tree|slurm-block|gres|nccl-xml|fabric "
 		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] "
 		"[--type TYPE] [-o OUT] FILE\n",
 		prog);

@@ -238,6 +238,49 @@ static void test_tree_rails_and_mixed(void **state)
 	isle_topo_destroy(t);
 }
 
+/*
+ * The fabric: one bridge per switch and multi-node domain (plus a root for
+ * nodes off the fabric), one cable per node, and cables that join all
+ * bridges and nodes into one tree (n + b - 1 cables, every end known).
+ */
+static void test_fabric(void **state)
+{
+	char *text = NULL, *save = NULL, *line;
+	char names[64][64];
+	int nnames = 0, nodes = 0, bridges = 0, cables = 0;
+
+	EMIT(isle_emit_fabric(topo, out), text);
+	expect_golden(text, "emit-fabric.txt");
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char a[64], b[64];
+
+		if (sscanf(line, "switch %63s", a) == 1) {
+			bridges++;
+			assert_true(nnames < 64);
+			strcpy(names[nnames++], a);
+		} else if (sscanf(line, "node %63s", a) == 1) {
+			nodes++;
+			assert_true(isle_topo_find_node(topo, a) >= 0);
+			assert_true(nnames < 64);
+			strcpy(names[nnames++], a);
+		} else if (sscanf(line, "cable %63s %63s", a, b) == 2) {
+			int fa = 0, fb = 0;
+
+			cables++;
+			for (int i = 0; i < nnames; i++) {
+				fa |= !strcmp(names[i], a);
+				fb |= !strcmp(names[i], b);
+			}
+			assert_true(fa || isle_topo_find_node(topo, a) >= 0);
+			assert_true(fb);
+		}
+	}
+	assert_int_equal(nodes, topo->nnodes);
+	assert_int_equal(cables, nodes + bridges - 1);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +290,7 @@ int main(void)
 	    cmocka_unit_test(test_nccl_xml),
 	    cmocka_unit_test(test_dot),
 	    cmocka_unit_test(test_tree_rails_and_mixed),
+	    cmocka_unit_test(test_fabric),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,19 @@
+# bench/fabric: real Slurm placing real MPI jobs on an emulated fabric
+# (tests/cluster/fabric.sh), isle against topology/tree and topology/block.
+#   $(B)/bench/fabric_job   the MPI job program (bench/fabric/fabric_job.c)
+#   make bench-fabric       bench/fabric/run.sh -> $(B)/bench/fabric.json + .png
+ifeq ($(HAVE_MPI),1)
+BINS_FABRIC := $(B)/bench/fabric_job
+$(B)/bench/fabric/fabric_job.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(B)/bench/fabric_job: $(B)/bench/fabric/fabric_job.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
+all: $(BINS_FABRIC)
+endif
+
+BENCHES += bench-fabric
+.PHONY: bench-fabric
+bench-fabric: all
+	@mkdir -p $(B)/bench
+	@B=$(CURDIR)/$(B) bench/fabric/run.sh --out $(B)/bench/fabric.json; rc=$$?; \
+		if [ $$rc = 77 ]; then echo "bench-fabric: skipped"; else exit $$rc; fi

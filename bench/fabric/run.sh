@@ -1,0 +1,426 @@
+#!/bin/bash
+# bench/fabric/run.sh: real Slurm placing real MPI jobs on an emulated fabric
+# (make bench-fabric). For each cluster shape, configuration and seed: a test
+# cluster on the shape's emulated fabric (isle_cluster_start --fabric), one
+# job trace submitted with plain sbatch, every job's step records, the
+# kernel's per-cable byte counters, CPU idle of the host during the run.
+#
+# Usage: bench/fabric/run.sh [--shape FILE]... [--configs LIST] [--seeds N]
+#                            [--jobs N] [--steps N] [--scale S] [--quick]
+#                            [--out FILE] [--png FILE]
+#   --shape    cluster file (repeatable; default bench/fabric/gb200-16.json
+#              and bench/fabric/leafspine-16.json)
+#   --configs  any of tree block tree-switches block-segment isle isle-shim
+#              (default: all six)
+#     tree, block          TopologyPlugin=topology/tree|block, topology.conf
+#                          from `islectl emit slurm-tree|slurm-block`, jobs as
+#                          most users submit them (-N k --gpus-per-node=g,
+#                          --gpus=g on one node)
+#     tree-switches        the same with --switches=1
+#     block-segment        the same with --segment=<nodes per NVLink domain>
+#     isle                 topology/isle with --isle-tp/--isle-pp, shim off
+#     isle-shim            the same with the shim (default codec policy)
+#   --seeds    seeds 1..N (default 3), the same trace per seed in every config
+#   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
+#   --scale    fabric scale: cable rates and message sizes (default 0.001)
+#   --quick    one shape, 3 jobs, 3 steps, configs tree,isle, one seed: the
+#              correctness run of tests/integration/46-fabric-quick.sh
+#   --out      result JSON (default build/bench/fabric.json); --png its plot
+#              (default: beside --out, gnuplot; skipped without gnuplot)
+#
+# Exit 0 when every job of every run completed with complete, verified step
+# records and non-zero cable counters; 1 otherwise; 77 when the host cannot
+# run it (the reason on stderr). Stderr says "fabric-bench: run dir D prefix
+# P" for every cluster (tests look for leftovers with it).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/cluster/cluster.sh
+source "$here/tests/cluster/cluster.sh"
+
+B=${B:-$here/build}
+JOB=$B/bench/fabric_job
+ISLECTL=$B/bin/islectl
+
+shapes=()
+configs="tree block tree-switches block-segment isle isle-shim"
+seeds=3
+njobs=8
+steps=6
+scale=0.001
+quick=0
+out=$B/bench/fabric.json
+png=""
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--shape) shapes+=("$2"); shift 2 ;;
+	--configs) configs=${2//,/ }; shift 2 ;;
+	--seeds) seeds=$2; shift 2 ;;
+	--jobs) njobs=$2; shift 2 ;;
+	--steps) steps=$2; shift 2 ;;
+	--scale) scale=$2; shift 2 ;;
+	--quick) quick=1; shift ;;
+	--out) out=$2; shift 2 ;;
+	--png) png=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "fabric-bench: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+if [ $quick = 1 ]; then
+	[ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/gb200-16.json")
+	shapes=("${shapes[0]}")
+	configs="tree isle"
+	seeds=1
+	njobs=3
+	steps=3
+fi
+[ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/gb200-16.json" "$here/bench/fabric/leafspine-16.json")
+[ -n "$png" ] || png=${out%.json}.png
+
+skip() {
+	echo "fabric-bench: SKIP: $*" >&2
+	exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, slurmd)"
+for t in ip tc nsenter unshare jq; do
+	command -v "$t" >/dev/null || skip "$t not installed"
+done
+[ -x "$JOB" ] || skip "$JOB not built (Open MPI development files missing?)"
+[ -x "$ISLECTL" ] || skip "$ISLECTL not built"
+[ -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ] || skip "no Slurm in $ISLE_SLURM_PREFIX"
+[ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] || skip "Slurm built without PMIx"
+case " $configs " in *" isle"*)
+	[ -f "$B/slurm/topology_isle.so" ] && [ -f "$B/slurm/spank_isle.so" ] ||
+		skip "topology_isle.so / spank_isle.so not built"
+	;;
+esac
+for c in $configs; do
+	case $c in tree | block | tree-switches | block-segment | isle | isle-shim) ;;
+	*) echo "fabric-bench: unknown config $c" >&2; exit 2 ;;
+	esac
+done
+# A probe namespace: containers without CAP_SYS_ADMIN or netns support skip.
+# The kernel must have what the fabric is made of: bridges, veths, tbf.
+probe=isf-probe-$$
+ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces"
+why=""
+if ! ip -n "$probe" link add b0 type bridge 2>/dev/null; then
+	why="the kernel has no bridge support"
+elif ! ip -n "$probe" link add v0 type veth peer name v1 2>/dev/null; then
+	why="the kernel has no veth support"
+elif ! nsenter --net="/run/netns/$probe" tc qdisc add dev v0 root tbf rate 1mbit burst 32k latency 10ms 2>/dev/null; then
+	why="tc tbf is not available (sch_tbf)"
+fi
+ip netns del "$probe"
+[ -z "$why" ] || skip "$why"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/isle-fabric-bench.XXXXXX")
+results=$work/results.jsonl
+: >"$results"
+fails=0
+trap '[ "${FABRIC_BENCH_KEEP:-0}" = 1 ] || rm -rf "$work"' EXIT
+
+say() { echo "fabric-bench: $*" >&2; }
+
+# --- trace -------------------------------------------------------------------
+# One line per job: "kind model nodes gpus tp pp". nodes 0 = one node with
+# --gpus=gpus. TP is one NVLink island: 2 x GPUs per node where NVLink
+# reaches across nodes (placement decides whether a group stays in one
+# domain), else the island size inside a node (NVLink pairs: TP=2, and a
+# 2-GPU job's GPUs decide whether its group is split).
+make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus
+	local seed=$1 g=$2 mn=$3 isz=$4 i r tpn
+	RANDOM=$seed
+	tpn=$isz
+	[ "$mn" = 1 ] && tpn=$((2 * g))
+	for ((i = 0; i < njobs; i++)); do
+		r=$((RANDOM % 10))
+		if [ $quick = 1 ]; then
+			# Fixed mix: two 2-node training jobs, one 1-node inference.
+			r=$((i < 2 ? 0 : 8))
+		fi
+		case $r in
+		0 | 1 | 2) echo "train 7b 2 $g $tpn 1" ;;
+		3 | 4) echo "train 70b 4 $g $tpn 2" ;;
+		5) echo "infer 70b 2 $g $tpn 1" ;;
+		6 | 7) echo "infer 7b 0 $((g / 2 > 0 ? g / 2 : 1)) $((g / 2 > 0 ? g / 2 : 1)) 1" ;;
+		*) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1" ;;
+		esac
+	done
+}
+
+# --- one run -----------------------------------------------------------------
+cpu_sample() { awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
+
+# run_one SHAPE CONFIG SEED: appends one result line to $results.
+run_one() {
+	local shape=$1 config=$2 seed=$3 rw=$work/$config-$seed-$(basename "$shape" .json)
+	local topo etcfiles=() extra=() plug=() plan g mn dsize
+	mkdir -p "$rw"
+	plan=$rw/plan
+	"$ISLECTL" emit fabric "$shape" >"$plan"
+	g=$(awk '$1 == "node" { print $3; exit }' "$plan")
+	mn=0
+	grep -q '^switch .* domain$' "$plan" && mn=1
+	# Nodes per NVLink domain (block's segment), else per leaf.
+	dsize=$(awk '$1 == "node" { n[$4]++ } END { for (k in n) { print n[k]; exit } }' "$plan")
+	case $config in
+	tree | tree-switches)
+		topo=tree
+		"$ISLECTL" emit slurm-tree -o "$rw/topology.conf" "$shape"
+		extra=(--topo-conf "$rw/topology.conf")
+		;;
+	block | block-segment)
+		topo=block
+		"$ISLECTL" emit slurm-block -o "$rw/topology.conf" "$shape"
+		extra=(--topo-conf "$rw/topology.conf")
+		;;
+	isle | isle-shim)
+		topo=isle
+		cp "$shape" "$rw/isle.json"
+		etcfiles=(--etc-file "$rw/isle.json")
+		echo "required $B/slurm/spank_isle.so default_mode=preferred agent=$B/bin/isle-agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$B/lib/libisle_preload.so" >"$rw/plugstack.conf"
+		plug=(--plugstack "$rw/plugstack.conf" --plugin-dir "$B/slurm")
+		;;
+	esac
+	local isz
+	isz=$(awk '$1 == "gpus" { n = 0; for (i = 3; i <= NF; i++) if ($i == $3) n++; print n; exit }' "$plan")
+	make_trace "$seed" "$g" "$mn" "$isz" >"$rw/trace"
+
+	local c0 c1
+	read -r -a c0 <<<"$(cpu_sample)"
+	if ! isle_cluster_start --fabric "$shape" --fabric-scale "$scale" --topology "$topo" \
+		"${extra[@]}" "${etcfiles[@]}" "${plug[@]}" --cpus 16 --timeout 240; then
+		say "cluster did not start ($config seed $seed)"
+		fails=$((fails + 1))
+		return 0
+	fi
+	local d=$ISLE_CLUSTER_DIR
+	say "run dir $d prefix $ISLE_FABRIC_PREFIX ($(basename "$shape") $config seed $seed)"
+
+	# Batch script: one rank per GPU, TCP between nodes on the data network.
+	# Open MPI 4.1 now and then crashes while wiring up its TCP BTL (in
+	# MPI_Init, before the program prints anything; seen with and without
+	# the emulated fabric): such a launch runs again, said in the output.
+	cat >"$rw/job.sh" <<EOF
+#!/bin/bash
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=d0
+export OMPI_MCA_oob_tcp_if_include=mg0 OMPI_MCA_mpi_yield_when_idle=1
+export ISLE_COMM_TIMEOUT_S=120
+n=\$((SLURM_JOB_NUM_NODES * \$1))
+shift
+out=\$(mktemp)
+for try in 1 2 3; do
+	set -o pipefail
+	srun --mpi=pmix -n \$n --ntasks-per-node=\$((n / SLURM_JOB_NUM_NODES)) -m block \\
+		--kill-on-bad-exit=1 "$JOB" "\$@" 2>&1 | tee "\$out"
+	rc=\$?
+	if [ \$rc != 0 ] && [ \$try -lt 3 ] && ! grep -q '^fabric_job: ' "\$out"; then
+		echo "fabric-job: launch \$try failed before MPI_Init returned (rc \$rc): launching again"
+		continue
+	fi
+	break
+done
+rm -f "\$out"
+exit \$rc
+EOF
+	chmod +x "$rw/job.sh"
+	local kind model nodes gpus tp pp ids=() id args tol
+	while read -r kind model nodes gpus tp pp; do
+		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
+		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "$((3 + steps / 2))")
+		if [ "$nodes" = 0 ]; then
+			args+=(-N1 -n "$gpus" "--gpus=$gpus")
+		else
+			args+=(-N "$nodes" "--ntasks-per-node=$gpus" "--gpus-per-node=$gpus")
+			case $config in
+			tree-switches) args+=(--switches=1) ;;
+			block-segment)
+				if [ "$nodes" -le "$dsize" ]; then args+=("--segment=$nodes"); else args+=("--segment=$dsize"); fi
+				;;
+			esac
+		fi
+		tol=0
+		case $config in
+		isle) args+=("--isle-tp=$tp" "--isle-pp=$pp" --isle-shim=off) ;;
+		isle-shim) args+=("--isle-tp=$tp" "--isle-pp=$pp"); tol=0.05 ;;
+		esac
+		id=$(sbatch --parsable "${args[@]}" "$rw/job.sh" "$gpus" --mode "$kind" \
+			--model "$model" --tp "$tp" --pp "$pp" --steps "$steps" --scale "$scale" --tol "$tol") || {
+			say "sbatch failed ($kind $model $nodes x $gpus)"
+			fails=$((fails + 1))
+			continue
+		}
+		ids+=("$id")
+		echo "$id $kind $model $nodes $gpus $tp $pp" >>"$rw/jobs"
+	done <"$rw/trace"
+	say "jobs submitted: ${ids[*]}"
+
+	local end=$((SECONDS + 300 + njobs * steps * 20)) st left
+	while :; do
+		left=$(squeue -h -o %i 2>/dev/null | wc -l)
+		[ "$left" = 0 ] && break
+		if [ $SECONDS -ge $end ]; then
+			say "jobs still queued after the time limit: $(squeue -h -o '%i %T %R' | tr '\n' ';')"
+			break
+		fi
+		sleep 2
+	done
+	read -r -a c1 <<<"$(cpu_sample)"
+
+	# Per job: times, nodes, GRES indices, records.
+	local ok_jobs=0 job_rows=$rw/rows
+	: >"$job_rows"
+	while read -r id kind model nodes gpus tp pp; do
+		st=$(isle_job_field "$id" JobState)
+		local o=$d/jobs/$id.out sub start fin nl
+		sub=$(date -d "$(isle_job_field "$id" SubmitTime)" +%s 2>/dev/null || echo 0)
+		start=$(date -d "$(isle_job_field "$id" StartTime)" +%s 2>/dev/null || echo 0)
+		fin=$(date -d "$(isle_job_field "$id" EndTime)" +%s 2>/dev/null || echo 0)
+		nl=$(isle_job_field "$id" NodeList)
+		local recs
+		recs=$(grep -Ec '^(step|token) [0-9]+ ' "$o" 2>/dev/null || true)
+		if [ "$st" != COMPLETED ] || [ "$recs" != "$steps" ] || ! grep -q '^fabric_job: verify ok' "$o"; then
+			say "job $id ($kind $model) $st, $recs of $steps records: $(grep -E 'verify|rror|srun' "$o" 2>/dev/null | head -3 | tr '\n' ' ')"
+			fails=$((fails + 1))
+		else
+			ok_jobs=$((ok_jobs + 1))
+		fi
+		cp -f "$o" "$rw/$id.out" 2>/dev/null || true
+		# Split TP groups: ranks in block order over the nodes, GPUs
+		# ascending; a group is split when its GPUs are in more than one
+		# NVLink island.
+		local split=0 hosts gidx
+		hosts=$(scontrol show hostnames "$nl" 2>/dev/null | tr '\n' ' ')
+		gidx=$(scontrol -d show job "$id" 2>/dev/null | awk '
+			/^[[:space:]]+Nodes=/ { node = ""; idx = ""
+				for (i = 1; i <= NF; i++) {
+					if ($i ~ /^Nodes=/) node = substr($i, 7)
+					if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/)) idx = substr($i, RSTART + 4, RLENGTH - 4)
+				}
+				if (node != "") print node, idx }')
+		split=$(awk -v hosts="$hosts" -v tp="$tp" -v gpn="$gpus" -v gidx="$gidx" '
+			$1 == "gpus" { for (i = 3; i <= NF; i++) isl[$2, i - 3] = $i }
+			END {
+				n = split(hosts, h, " "); m = split(gidx, gl, "\n")
+				for (k = 1; k <= m; k++) { split(gl[k], f, " "); ix[f[1]] = f[2] }
+				r = 0
+				for (a = 1; a <= n; a++) {
+					# GPU list of this node: IDX ranges, else 0..gpn-1.
+					c = 0; s = ix[h[a]]
+					if (s == "") { for (q = 0; q < gpn; q++) gl2[c++] = q }
+					else { p = split(s, pr, ","); for (j = 1; j <= p; j++) {
+						if (split(pr[j], lh, "-") == 2) { for (q = lh[1]; q <= lh[2]; q++) gl2[c++] = q }
+						else gl2[c++] = pr[j] + 0 } }
+					for (q = 0; q < c && q < gpn; q++) rank_isl[r++] = isl[h[a], gl2[q]]
+				}
+				splits = 0
+				for (b = 0; b + tp <= r; b += tp) {
+					for (q = b + 1; q < b + tp; q++) if (rank_isl[q] != rank_isl[b]) { splits++; break }
+				}
+				print splits
+			}' "$plan")
+		echo "$id $kind $sub $start $fin ${split:-0}" >>"$job_rows"
+		grep -E '^step [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/steps" || true
+		grep -E '^token [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/tokens" || true
+	done <"$rw/jobs"
+	touch "$rw/steps" "$rw/tokens"
+
+	local prefix=${ISLE_FABRIC_PREFIX:-}
+	isle_fabric_counters >"$rw/counters"
+	isle_cluster_stop
+	if [ -n "$prefix" ] && ip netns list 2>/dev/null | grep -q "^$prefix-"; then
+		say "namespaces of $prefix left behind"
+		fails=$((fails + 1))
+	fi
+	local total
+	total=$(awk '{ s += $5 + $6 } END { print s + 0 }' "$rw/counters")
+	if [ "$total" = 0 ]; then
+		say "cable counters are all zero ($config seed $seed)"
+		fails=$((fails + 1))
+	fi
+
+	local idle
+	idle=$(awk -v t0="${c0[0]}" -v i0="${c0[1]}" -v t1="${c1[0]}" -v i1="${c1[1]}" \
+		'BEGIN { dt = t1 - t0; printf "%.1f", (dt > 0 ? 100 * (i1 - i0) / dt : 0) }')
+	jq -nc --arg config "$config" --argjson seed "$seed" --argjson jobs "$ok_jobs" \
+		--argjson submitted "$(wc -l <"$rw/jobs")" \
+		--argjson steps "$(jq -sc . <"$rw/steps")" --argjson tokens "$(jq -sc . <"$rw/tokens")" \
+		--argjson rows "$(awk '{ printf "%s[%s,%s,%s,%s]", (NR > 1 ? "," : ""), $3, $4, $5, $6 } BEGIN { printf "[" } END { print "]" }' "$job_rows")" \
+		--argjson tiers "$(awk '{ b[$3] += $5 + $6 } END { printf "{"; n = 0; for (k in b) printf "%s\"%s\":%.0f", (n++ ? "," : ""), k, b[k]; print "}" }' "$rw/counters")" \
+		--argjson idle "$idle" '
+		def mean: if length == 0 then null else (add / length) end;
+		def p95: if length == 0 then null else (sort | .[((length * 95 + 99) / 100 | floor) - 1]) end;
+		def r3: if . == null then null else ((. * 1000 | round) / 1000) end;
+		{config: $config, seed: $seed, jobs: $jobs, jobs_submitted: $submitted,
+		 step_ms_mean: ($steps | mean | r3), step_ms_p95: ($steps | p95 | r3),
+		 jct_s_mean: ([$rows[] | .[2] - .[0]] | mean | r3),
+		 wait_s_mean: ([$rows[] | .[1] - .[0]] | mean | r3),
+		 makespan_s: (if ($rows | length) == 0 then null else (([$rows[] | .[2]] | max) - ([$rows[] | .[0]] | min)) end),
+		 tp_groups_split: ([$rows[] | .[3]] | add // 0),
+		 infer_token_ms_mean: ($tokens | mean | r3), infer_token_ms_p95: ($tokens | p95 | r3),
+		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle}' >>"$results.$(basename "$shape" .json)"
+	say "$(tail -1 "$results.$(basename "$shape" .json)")"
+	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
+		say "warning: host CPU idle ${idle}% during this run (< 30%): its times measure the host more than the fabric (a smaller --scale lightens it)"
+	return 0
+}
+
+# The result file is rewritten after every run: a bench cut short keeps
+# what it measured.
+write_out() {
+	mkdir -p "$(dirname "$out")"
+	{
+		for shape in "${shapes[@]}"; do
+			f=$results.$(basename "$shape" .json)
+			[ -f "$f" ] || : >"$f"
+			jq -sc --arg shape "$(basename "$shape" .json)" '{shape: $shape, results: .}' "$f"
+		done
+	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out"
+}
+
+for shape in "${shapes[@]}"; do
+	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
+done
+for shape in "${shapes[@]}"; do
+	for seed in $(seq 1 "$seeds"); do
+		for config in $configs; do
+			run_one "$shape" "$config" "$seed"
+			write_out
+		done
+	done
+done
+write_out
+say "wrote $out"
+
+# Plot: three panels (train step ms, inference token ms, split TP groups),
+# one bar per shape/config, means over the seeds.
+if command -v gnuplot >/dev/null && [ $quick = 0 ]; then
+	dat=$work/plot.dat
+	jq -r '.shapes[] | .shape as $s | (.results | group_by(.config)[] |
+		[$s + "/" + .[0].config, ([.[].step_ms_mean // 0] | add / length),
+		 ([.[].infer_token_ms_mean // 0] | add / length), ([.[].tp_groups_split] | add / length)] | @tsv)' "$out" >"$dat"
+	gnuplot <<EOF || say "gnuplot failed"
+set terminal png size 1500,520
+set output "$png"
+set style data histograms
+set style fill solid 0.8
+set boxwidth 0.8
+set datafile separator "\t"
+set xtics rotate by -40 font ",9"
+unset key
+set yrange [0:*]
+set multiplot layout 1,3 title "bench-fabric (scale $scale; means over seeds)"
+set title "train step, ms"
+plot "$dat" using 2:xtic(1) lc rgb "#7b3294"
+set title "inference token, ms"
+plot "$dat" using 3:xtic(1) lc rgb "#008837"
+set title "TP groups split across NVLink islands"
+plot "$dat" using 4:xtic(1) lc rgb "#d7191c"
+unset multiplot
+EOF
+	[ -f "$png" ] && say "wrote $png"
+fi
+[ $fails = 0 ] || { say "$fails failures"; exit 1; }
+exit 0
