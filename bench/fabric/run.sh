@@ -24,7 +24,7 @@
 #   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
 #   --scale    fabric scale: cable rates and message sizes (default 0.001)
 #   --quick    one shape, 3 jobs, 3 steps, configs tree,isle, one seed: the
-#              correctness run of tests/integration/46-fabric-quick.sh
+#              correctness run of tests/integration/49-fabric-quick.sh
 #   --out      result JSON (default build/bench/fabric.json); --png its plot
 #              (default: beside --out, gnuplot; skipped without gnuplot)
 #

@@ -116,7 +116,7 @@ run() {
 		timeout 150 srun --kill-on-bad-exit=1 "\$@" >"\$out" 2>&1
 		rc=\$?
 		[ \$rc = 0 ] && break
-		grep -Eq 'task [0-9]+ launch failed|Open MPI failed to TCP connect' "\$out" || break
+		grep -Eq 'task [0-9]+ launch failed|Open MPI failed to TCP connect|Segmentation fault' "\$out" || break
 		grep -Eq '^(isle_comm|exact|isle:)' "\$out" && break
 		echo "step \$name: launch failed before the shim ran, try \$try" >&2
 	done

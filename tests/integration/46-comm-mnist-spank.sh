@@ -77,7 +77,7 @@ run() {
 			--epochs 1 --seed 1 --train-n 12000 --test-n 2000 --label \$name >\$out 2>&1
 		rc=\$?
 		[ \$rc = 0 ] && break
-		grep -Eq 'task [0-9]+ launch failed|Open MPI failed to TCP connect' \$out || break
+		grep -Eq 'task [0-9]+ launch failed|Open MPI failed to TCP connect|Segmentation fault' \$out || break
 		grep -Eq '^(isle_comm|\\{)' \$out && break
 		echo "step \$name: launch failed before the shim ran, try \$try" >&2
 	done

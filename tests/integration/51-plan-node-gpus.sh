@@ -89,7 +89,7 @@ for try in 1 2 3; do
 		>"$T/out" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ] || [ $try -eq 3 ] ||
-		! grep -Eq 'Open MPI failed to TCP connect|task [0-9]+ launch failed' "$T/out" ||
+		! grep -Eq 'Open MPI failed to TCP connect|task [0-9]+ launch failed|Segmentation fault' "$T/out" ||
 		grep -Eq '^(isle_comm|exact)' "$T/out"; then
 		break
 	fi

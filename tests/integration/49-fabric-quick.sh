@@ -1,5 +1,5 @@
 #!/bin/bash
-# 46-fabric-quick: real Slurm placing real MPI jobs on the emulated fabric
+# 49-fabric-quick: real Slurm placing real MPI jobs on the emulated fabric
 # (bench/fabric/run.sh --quick: the GB200-like shape, two 2-node TP=8
 # training jobs and one 1-node inference job, topology/tree and topology/isle).
 # Correctness only, never time:
