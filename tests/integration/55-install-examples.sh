@@ -13,7 +13,11 @@
 #  1. TP=8 PP=2 over two nodes, one task per GPU: ISLE_PLAN and the
 #     installed shim in LD_PRELOAD in every task, isle's AdminComment;
 #  2. one task per node on two nodes (pure data parallelism): ISLE_PLAN in
-#     both tasks, no "shim off" line.
+#     both tasks, no "shim off" line;
+#  3. an impossible TP (TP x PP not dividing the job's GPUs) is refused at
+#     submit with isle's reason on sbatch's stderr (the example's
+#     JobSubmitPlugins=isle), and `islectl explain` of the TP job names the
+#     GPUs Slurm granted on each node (scontrol -d show job).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,7 +45,7 @@ make -s -C "$repo" install DESTDIR="$stage" PREFIX="$prefix" \
 	SLURM_PLUGIN_DIR="$plugin_dir" >"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log"; fail "make install into $stage"; }
 for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisle_preload.so" \
-	"$plugin_dir/topology_isle.so" "$plugin_dir/spank_isle.so"; do
+	"$plugin_dir/topology_isle.so" "$plugin_dir/spank_isle.so" "$plugin_dir/job_submit_isle.so"; do
 	[ -f "$stage$f" ] || fail "make install did not install $f ($(cd "$stage" && find . -type f | sort | tr '\n' ' '))"
 done
 if find "$stage" -path '*/opt/isle/*' | grep -q .; then
@@ -139,6 +143,46 @@ job dp -N2 --gpus-per-node=1 --ntasks-per-node=1
 [ "$(plans dp)" = 2 ] || { cat "$jobs/dp.out" "$jobs/dp.err"; fail "dp: $(plans dp) of 2 tasks got ISLE_PLAN"; }
 if grep -q 'isle: shim off' "$jobs/dp.err"; then fail "dp: $(grep 'isle: shim off' "$jobs/dp.err")"; fi
 echo "ok: one task per node: both tasks with the plan"
+
+
+if out=$(sbatch --parsable -N2 --gpus-per-node="$gpus_per_node" --isle-tp=3 -o /dev/null --wrap true 2>&1); then
+	fail "impossible TP accepted as job $out"
+fi
+echo "$out" | grep -q "sbatch: error: isle: --isle-tp=3 .*does not divide the job's $((2 * gpus_per_node)) GPUs" ||
+	fail "impossible TP: no isle reason at submit: $out"
+echo "ok: impossible TP refused at submit: $(echo "$out" | grep -m1 'isle:')"
+
+# explain of a running TP job against the GRES indices Slurm granted on
+# each node.
+j2=$(sbatch --parsable -N2 --gpus-per-node="$gpus_per_node" --isle-tp="$gpus_per_node" \
+	-o /dev/null --wrap "sleep 300") || fail "sbatch for explain"
+for _ in $(seq 240); do
+	[ "$(squeue -h -j "$j2" -o %T)" = RUNNING ] && [ -f "$ISLE_CLUSTER_DIR/state/isle/job_$j2.json" ] && break
+	sleep 0.5
+done
+granted=$("$islectl" explain --state-dir "$ISLE_CLUSTER_DIR/state" "$j2" | grep '^Granted:') ||
+	fail "islectl explain $j2: no Granted line"
+nn=0
+while read -r nodes idx; do
+	[ -n "$idx" ] || fail "job $j2: no GRES index on $nodes"
+	for node in $(scontrol show hostnames "$nodes"); do
+		nn=$((nn + 1))
+		echo "$granted" | grep -qF " $node GPUs $idx;" ||
+			fail "job $j2: Slurm granted $node GPUs $idx, explain says: $granted"
+	done
+done < <(scontrol -d show job "$j2" | awk '
+	/^[[:space:]]+Nodes=/ {
+		node = ""; idx = ""
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^Nodes=/) node = substr($i, 7)
+			if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
+				idx = substr($i, RSTART + 4, RLENGTH - 4)
+		}
+		if (node != "") print node, idx
+	}')
+[ "$nn" = 2 ] || fail "job $j2: $nn nodes with GRES in scontrol -d show job"
+echo "ok: explain $j2 matches Slurm's GRES: $granted"
+scancel "$j2"
 
 isle_cluster_stop
 echo "PASS"
