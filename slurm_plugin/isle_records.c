@@ -222,6 +222,44 @@ void isle__policy_load(void)
 	isle__policy_read(&isle__ctx.policy);
 }
 
+/*
+ * Without Cores= in gres.conf Slurm keeps no GPU-to-core topology, and
+ * cons_tres may bind any free GPUs of a node, not the linked set isle
+ * chose. Said once per node, when the node's GPUs are first looked at.
+ */
+static void _warn_no_cores(const node_record_t *node_ptr,
+			   const gres_node_state_t *ns)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static bitstr_t *warned;
+
+	if (!ns->gres_cnt_avail)
+		return;
+	for (int i = 0; i < ns->topo_cnt; i++)
+		if (ns->topo_core_bitmap && ns->topo_core_bitmap[i])
+			return;
+	slurm_mutex_lock(&lock);
+	if (!warned || bit_size(warned) <= (bitoff_t)node_ptr->index) {
+		bitoff_t n = MAX((bitoff_t)node_record_count,
+				 (bitoff_t)node_ptr->index + 1);
+
+		if (!warned)
+			warned = bit_alloc(n);
+		else
+			bit_realloc(warned, n);
+	}
+	if (!bit_test(warned, node_ptr->index)) {
+		bit_set(warned, node_ptr->index);
+		warning(
+		    "isle: node %s: gres.conf gives its GPUs no Cores=, so "
+		    "Slurm may bind other GPUs of the node than the linked "
+		    "set isle chose; write gres.conf with `islectl emit gres "
+		    "--cores ...`",
+		    node_ptr->name);
+	}
+	slurm_mutex_unlock(&lock);
+}
+
 uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 {
 	node_record_t *node_ptr = node_record_table_ptr[slurm_inx];
@@ -238,6 +276,7 @@ uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 	if (!gs || !gs->gres_data)
 		return 0;
 	ns = gs->gres_data;
+	_warn_no_cores(node_ptr, ns);
 	n = MIN(ns->gres_cnt_avail, ISLE_MAX_GPUS_PER_NODE);
 	*total = n;
 	if (IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||

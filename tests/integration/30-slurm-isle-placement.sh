@@ -171,5 +171,15 @@ for n in $(isle_pt_job_nodes "$j"); do
 	[[ $n == n0[5-8] ]] || fail "job $j in partition isl2 ran on $n"
 done
 
+# The harness's gres.conf has no Cores=: the controller says so once per
+# node it looked at, per start (reconfigure above starts a new slurmctld
+# on 24.11), never once per evaluation.
+starts=$(grep -c "slurmctld version .* started" "$log" || true)
+for n in n01 n05; do
+	c=$(grep -c "isle: node $n: gres.conf gives its GPUs no Cores=" "$log" || true)
+	[ "$c" -ge 1 ] && [ "$c" -le "$starts" ] ||
+		fail "node $n: $c warnings about gres.conf without Cores= in $starts controller starts"
+done
+
 scancel "${hold[@]}"
 echo "PASS"

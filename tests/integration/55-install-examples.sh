@@ -184,5 +184,10 @@ done < <(scontrol -d show job "$j2" | awk '
 echo "ok: explain $j2 matches Slurm's GRES: $granted"
 scancel "$j2"
 
+# The emitted gres.conf has Cores=: no warning about it.
+if grep -q "gives its GPUs no Cores=" "$ISLE_CLUSTER_DIR/log/slurmctld.log"; then
+	fail "gres.conf with Cores= warned: $(grep -m1 'no Cores=' "$ISLE_CLUSTER_DIR/log/slurmctld.log")"
+fi
+
 isle_cluster_stop
 echo "PASS"
