@@ -41,7 +41,10 @@ prefix=/usr/local
 plugin_dir=/usr/lib/x86_64-linux-gnu/slurm-wlm
 
 # --- install ----------------------------------------------------------------
-make -s -C "$repo" install DESTDIR="$stage" PREFIX="$prefix" \
+# The release of the cluster under test (make test SLURM=26.05 passes it
+# down anyway; a test run alone must not rebuild for the default one).
+release=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{split($2, v, "."); print v[1] "." v[2]}')
+make -s -C "$repo" install SLURM="$release" DESTDIR="$stage" PREFIX="$prefix" \
 	SLURM_PLUGIN_DIR="$plugin_dir" >"$work/install.log" 2>&1 ||
 	{ cat "$work/install.log"; fail "make install into $stage"; }
 for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisle_preload.so" \
