@@ -99,6 +99,19 @@ static bool _gpu_request(topology_eval_t *te, struct isle_place_req *req)
 	return true;
 }
 
+/* The engine's request for a job: its isle options (o), then its GPUs as
+ * _gpu_request reads them; false as there. */
+static bool _place_request(topology_eval_t *te, const struct isle__job_opts *o,
+			   struct isle_place_req *req)
+{
+	isle_place_req_init(req);
+	req->tp = o->tp;
+	req->pp = o->pp;
+	req->mode = o->mode;
+	req->max_span = o->span;
+	return _gpu_request(te, req);
+}
+
 /* The GPU sock_gres of a node's availability for this job, or NULL. */
 static sock_gres_t *_node_gpu_sock(avail_res_t *ar)
 {
@@ -364,12 +377,7 @@ int isle__eval_fallback(topology_eval_t *te)
 
 	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err)))
 		o.set = 0; /* refused options: preferred, like any job */
-	isle_place_req_init(&req);
-	req.tp = o.tp;
-	req.pp = o.pp;
-	req.mode = o.mode;
-	req.max_span = o.span;
-	if (!_gpu_request(te, &req))
+	if (!_place_request(te, &o, &req))
 		return ESLURM_NOT_SUPPORTED;
 	/* No model, so no placement keeps TP groups inside islands: required
 	 * mode waits until the file loads again, the rest runs where Slurm's
@@ -422,12 +430,7 @@ int isle__eval_nodes(topology_eval_t *te)
 				    NULL, 0);
 		return ESLURM_NOT_SUPPORTED;
 	}
-	isle_place_req_init(&req);
-	req.tp = o.tp;
-	req.pp = o.pp;
-	req.mode = o.mode;
-	req.max_span = o.span;
-	if (!_gpu_request(te, &req))
+	if (!_place_request(te, &o, &req))
 		return ESLURM_NOT_SUPPORTED;
 	/* What job_submit/isle refuses at submit, for jobs that reach the
 	 * scheduler without it: the reason in words, not the engine's. */

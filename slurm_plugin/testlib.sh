@@ -17,6 +17,11 @@
 #   isle_pt_gres_idx JOBID                "node idxlist" per node (scontrol -d).
 #   isle_pt_expand LIST                   "0-2,5" -> "0 1 2 5"
 #   isle_pt_require_plugins               exit 77 unless both .so are built.
+#   isle_pt_setup [LOGLINES]              a test's preamble: isle_cluster_require
+#       (tests/cluster/cluster.sh, sourced first) and isle_pt_require_plugins;
+#       defines fail MSG (prints "FAIL: MSG" and the last LOGLINES (40) lines
+#       of the cluster logs, exits 1) and wait_for SECONDS CMD... (polls CMD
+#       every 0.5 s until it succeeds; returns 1 after SECONDS).
 #   isle_pt_topo [NAME]                   scontrol show topology, only the
 #       records named NAME or holding node NAME (24.11: `show topology NAME`;
 #       26.05 reads a bare NAME as a topology.yaml name: `node=NAME`).
@@ -32,6 +37,32 @@ isle_pt_require_plugins() {
 			exit 77
 		fi
 	done
+}
+
+# shellcheck disable=SC2120 # LOGLINES is optional
+isle_pt_setup() {
+	ISLE_PT_FAIL_LOGS=${1:-40}
+	isle_cluster_require
+	isle_pt_require_plugins
+
+	# shellcheck disable=SC2317 # called by the test that ran isle_pt_setup
+	fail() {
+		echo "FAIL: $*"
+		isle_cluster_logs "$ISLE_PT_FAIL_LOGS"
+		exit 1
+	}
+
+	# hang guard only
+	# shellcheck disable=SC2317
+	wait_for() {
+		local t=$1 end
+		shift
+		end=$((SECONDS + t))
+		until "$@"; do
+			[ "$SECONDS" -lt "$end" ] || return 1
+			sleep 0.5
+		done
+	}
 }
 
 isle__pt_name() { printf 'n%02d' "$1"; }

@@ -8,38 +8,11 @@
  */
 #include <errno.h>
 
-#include "fuzz.h"
-#include "isle_topo.h"
-#include "topo_priv.h"
+#include "fuzz_topo.h"
 
 static void warn_sink(void *arg, const char *msg)
 {
 	*(size_t *)arg += strlen(msg);
-}
-
-/* The cluster file `islectl build` would save must load again. */
-static void check_reload(const isle_topo *t)
-{
-	char *json = isle_topo_to_json(t), err[512];
-	isle_topo *u = NULL;
-
-	/* Names the loader refuses are refused by isle_topo_save as well,
-	 * with an error naming them: no file is written. */
-	for (int i = 0; i < t->nnodes; i++)
-		if (isle__bad_name_char(t->nodes[i].name))
-			goto out;
-	for (int i = 0; i < t->nswitches; i++)
-		if (isle__bad_name_char(t->switches[i].name))
-			goto out;
-	if (!json)
-		return;
-	if (isle_topo_load_buf(json, "saved.json", &u, err, sizeof(err)) != 0) {
-		fprintf(stderr, "saved model does not load: %s\n", err);
-		abort();
-	}
-	isle_topo_destroy(u);
-out:
-	free(json);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -97,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fclose(null);
 		}
 		isle_topo_lint(t, warn_sink, &nwarn);
-		check_reload(t);
+		fuzz_check_reload(t);
 	}
 out:
 	isle_topo_destroy(t);

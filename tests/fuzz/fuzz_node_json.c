@@ -9,35 +9,9 @@
  * domains of shared fabric cliques (GB200 NVL72). The model is finalized
  * and written back as a cluster file, which must load again.
  */
-#include "fuzz.h"
-#include "isle_topo.h"
-#include "topo_priv.h"
+#include "fuzz_topo.h"
 
 #define MAX_FILES 4
-
-static void check_reload(const isle_topo *t)
-{
-	char *json = isle_topo_to_json(t), err[512];
-	isle_topo *u = NULL;
-
-	/* Names the loader refuses are refused by isle_topo_save as well,
-	 * with an error naming them: no file is written. */
-	for (int i = 0; i < t->nnodes; i++)
-		if (isle__bad_name_char(t->nodes[i].name))
-			goto out;
-	for (int i = 0; i < t->nswitches; i++)
-		if (isle__bad_name_char(t->switches[i].name))
-			goto out;
-	if (!json)
-		return;
-	if (isle_topo_load_buf(json, "saved.json", &u, err, sizeof(err)) != 0) {
-		fprintf(stderr, "saved model does not load: %s\n", err);
-		abort();
-	}
-	isle_topo_destroy(u);
-out:
-	free(json);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -57,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    isle_topo_merge_node_json_buf(t, buf, "node.json", err,
 						  sizeof(err)) >= 0 &&
 		    isle_topo_finalize(t, err, sizeof(err)) == 0)
-			check_reload(t);
+			fuzz_check_reload(t);
 		free(buf);
 		isle_topo_destroy(t);
 		return 0;
@@ -77,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (isle_topo_merge_node_json_files(t, pp, n, err, sizeof(err)) == 0 &&
 	    isle_topo_finalize(t, err, sizeof(err)) == 0)
-		check_reload(t);
+		fuzz_check_reload(t);
 	for (i = 0; i < n; i++)
 		close(fds[i]);
 	isle_topo_destroy(t);

@@ -26,14 +26,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
-isle_cluster_require
-isle_pt_require_plugins
-
-fail() {
-	echo "FAIL: $*"
-	isle_cluster_logs 30
-	exit 1
-}
+isle_pt_setup 30
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t30.XXXXXX")
 trap 'rm -rf "$work"' EXIT

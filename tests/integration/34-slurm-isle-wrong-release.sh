@@ -36,8 +36,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
-isle_cluster_require
-isle_pt_require_plugins
+isle_pt_setup
 cache=${ISLE_CACHE:-/opt/isle}
 ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{print $2}')
 case $ver in
@@ -48,12 +47,6 @@ case $ver in
 	exit 77
 	;;
 esac
-
-fail() {
-	echo "FAIL: $*"
-	isle_cluster_logs 40
-	exit 1
-}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t34.XXXXXX")
 trap 'rm -rf "$work"' EXIT

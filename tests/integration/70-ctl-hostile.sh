@@ -27,26 +27,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
-isle_cluster_require
-isle_pt_require_plugins
+isle_pt_setup
 [ -x "$repo/build/bin/islectl" ] || { echo "SKIP: build/bin/islectl not built (make)"; exit 77; }
-
-fail() {
-	echo "FAIL: $*"
-	isle_cluster_logs 40
-	exit 1
-}
-
-# wait_for SECONDS CMD...: polls CMD until it succeeds (hang guard only).
-wait_for() {
-	local t=$1 end
-	shift
-	end=$((SECONDS + t))
-	until "$@"; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.5
-	done
-}
 
 ctld_up() {
 	timeout 30 scontrol ping 2>/dev/null | grep -q "is UP" &&
