@@ -647,16 +647,17 @@ static double bound_us(const struct opts *o, const struct result *r,
 	double bps = o->rate_bps / 8, n = (double)r->bytes;
 	int p = o->nodes * o->ppn, g = o->nodes;
 	const char *spec = codec_of(r->algo);
-	double ring = 2.0 * (p - 1) * lat_us + 2.0 * (p - 1) / p * n / bps * 1e6;
-	double half = 2.0 * (g - 1) * lat_us + 2.0 * (g - 1) / g * n / bps * 1e6;
+	double ring =
+	    2.0 * (p - 1) * lat_us + 2.0 * (p - 1) / p * n / bps * 1e6;
+	double half =
+	    2.0 * (g - 1) * lat_us + 2.0 * (g - 1) / g * n / bps * 1e6;
 	struct isle_codec c;
 	size_t elems = r->bytes / sizeof(float), part;
 	double wire;
 
 	if (!strcmp(r->algo, "mpi_ring") || !strcmp(r->run, "ring"))
 		return ring;
-	if (!strcmp(r->algo, "mpi_rabenseifner") ||
-	    !strcmp(r->algo, "mpi_han"))
+	if (!strcmp(r->algo, "mpi_rabenseifner") || !strcmp(r->algo, "mpi_han"))
 		return half;
 	if (!spec || !strcmp(r->run, "passthrough") ||
 	    !strcmp(r->run, "rdoubling"))
@@ -683,7 +684,8 @@ static const struct result *mpi_best(const struct result *r, int n,
 	for (int j = 0; j < n; j++)
 		for (size_t m = 0; m < ISLE_ARRAY_LEN(mpi_algos); m++)
 			if (!strcmp(r[j].algo, mpi_algos[m]) &&
-			    r[j].bytes == bytes && (!best || r[j].us < best->us))
+			    r[j].bytes == bytes &&
+			    (!best || r[j].us < best->us))
 				best = &r[j];
 	return best;
 }

@@ -445,8 +445,8 @@ static int calibrate(struct isle_comm *c)
 
 	c->pass_max = 0;
 	for (int k = 0; k < CAL_N; k++) {
-		algo[k] = isle__choose(c, (CAL_MIN << (2 * k)) / 4,
-				       ISLE_DTYPE_F32);
+		algo[k] =
+		    isle__choose(c, (CAL_MIN << (2 * k)) / 4, ISLE_DTYPE_F32);
 		any |= algo[k] != ISLE_ALGO_PASSTHROUGH;
 	}
 	/* Same plan, same config on every rank: all skip alike. */
@@ -475,16 +475,16 @@ static int calibrate(struct isle_comm *c)
 				PMPI_Barrier(ch->all);
 				t0 = isle__now();
 				if (w == 0)
-					rc = PMPI_Allreduce(
-						 MPI_IN_PLACE, buf, (int)n,
-						 MPI_FLOAT, MPI_SUM,
-						 ch->all) == MPI_SUCCESS
+					rc = PMPI_Allreduce(MPI_IN_PLACE, buf,
+							    (int)n, MPI_FLOAT,
+							    MPI_SUM, ch->all) ==
+						     MPI_SUCCESS
 						 ? 0
 						 : -EIO;
 				else
 					rc = isle__allreduce(
-					    ch, buf, n, ISLE_DTYPE_F32,
-					    algo[k], UINT64_MAX);
+					    ch, buf, n, ISLE_DTYPE_F32, algo[k],
+					    UINT64_MAX);
 				if (rc)
 					goto out;
 				if (r >= 0)
@@ -501,7 +501,8 @@ static int calibrate(struct isle_comm *c)
 		goto out;
 	}
 	for (int k = 0; k < CAL_N; k++)
-		if (algo[k] != ISLE_ALGO_PASSTHROUGH && all[2 * k + 1] > all[2 * k])
+		if (algo[k] != ISLE_ALGO_PASSTHROUGH &&
+		    all[2 * k + 1] > all[2 * k])
 			c->pass_max = CAL_MIN << (2 * k);
 out:
 	free(buf);

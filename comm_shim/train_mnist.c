@@ -35,7 +35,7 @@
 
 struct set {
 	int n;
-	float *x;	/* n * IN, scaled to [0, 1] */
+	float *x;	  /* n * IN, scaled to [0, 1] */
 	unsigned char *y; /* n */
 };
 
@@ -53,7 +53,7 @@ static int gz_read_all(gzFile f, void *buf, size_t len)
 	while (got < len) {
 		int r = gzread(f, (char *)buf + got,
 			       (unsigned)(len - got > (1u << 30) ? (1u << 30)
-								  : len - got));
+								 : len - got));
 		if (r <= 0)
 			return -EIO;
 		got += (size_t)r;
@@ -178,8 +178,8 @@ static float forward(const struct net *m, const float *x, int y, float *h,
 }
 
 /* Accumulate one sample's gradient into g; returns its loss. */
-static float backward(const struct net *m, const struct net *g,
-		      const float *x, int y)
+static float backward(const struct net *m, const struct net *g, const float *x,
+		      int y)
 {
 	float h[HID], prob[OUT], dh[HID];
 	float loss = forward(m, x, y, h, prob);
@@ -222,8 +222,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *dir = "/usr/share/datasets/fashion-mnist", *label = NULL;
-	int epochs = 1, train_n = 0, test_n = 0, batch = 8, rank, size,
-	    rc = 1, steps = 0;
+	int epochs = 1, train_n = 0, test_n = 0, batch = 8, rank, size, rc = 1,
+	    steps = 0;
 	double lr = 0.05, mom = 0.9, loss_sum = 0, loss_cnt = 0;
 	unsigned long seed = 1;
 	struct set tr = {0}, te = {0};
@@ -310,8 +310,7 @@ int main(int argc, char **argv)
 			for (int b = 0; b < batch; b++) {
 				int idx = order[s0 + b * size + rank];
 
-				l += backward(&m, &gv,
-					      tr.x + (size_t)idx * IN,
+				l += backward(&m, &gv, tr.x + (size_t)idx * IN,
 					      tr.y[idx]);
 			}
 			/* The gradient: the one call the shim takes. */
@@ -320,8 +319,8 @@ int main(int argc, char **argv)
 					  MPI_COMM_WORLD) != MPI_SUCCESS)
 				goto out;
 			for (int i = 0; i < NPARAM; i++) {
-				v[i] = (float)mom * v[i] +
-				       g[i] / (float)per_step;
+				v[i] =
+				    (float)mom * v[i] + g[i] / (float)per_step;
 				p[i] -= (float)lr * v[i];
 			}
 			ls[0] = l;
@@ -355,8 +354,8 @@ int main(int argc, char **argv)
 			      MPI_COMM_WORLD);
 		/* FNV-1a of the weights' bits: equal on every rank? */
 		for (size_t i = 0; i < NPARAM * sizeof(float); i++)
-			hash = (hash ^ ((unsigned char *)p)[i]) *
-			       1099511628211ULL;
+			hash =
+			    (hash ^ ((unsigned char *)p)[i]) * 1099511628211ULL;
 		MPI_Allreduce(&hash, &lo, 1, MPI_UINT64_T, MPI_MIN,
 			      MPI_COMM_WORLD);
 		MPI_Allreduce(&hash, &hi, 1, MPI_UINT64_T, MPI_MAX,

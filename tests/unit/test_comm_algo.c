@@ -80,7 +80,7 @@ static void test_choice(void **state)
 		    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &one, 1, 64 << 20));
 	/* Rabenseifner, 16 ranks: 2 * 4 latencies, 2 * 15/16 of the bytes. */
 	assert_true(fabs(t_big - (8 * 10 + 2 * (15.0 / 16) * (64 << 20) /
-						 (10 * 1e3))) < 1e-6);
+					       (10 * 1e3))) < 1e-6);
 
 	/*
 	 * Two levels, small messages: the library's recursive doubling keeps
@@ -90,9 +90,8 @@ static void test_choice(void **state)
 	assert_int_equal(isle_algo_choose(two, 2, 4096, &t_small),
 			 ISLE_ALGO_PASSTHROUGH);
 	assert_true(t_small <= isle_algo_cost_us(ISLE_ALGO_HIER, two, 2, 4096));
-	assert_true(fabs(t_small -
-			 (3 * (2 + 4096 / 200e3) + 2 * (20 + 4096 / 1e3))) <
-		    1e-6);
+	assert_true(fabs(t_small - (3 * (2 + 4096 / 200e3) +
+				    2 * (20 + 4096 / 1e3))) < 1e-6);
 
 	/*
 	 * Thin network under fat islands: hierarchical is far below a flat
@@ -102,8 +101,8 @@ static void test_choice(void **state)
 	hier = isle_algo_cost_us(ISLE_ALGO_HIER, two, 2, 64 << 20);
 	flat = isle_algo_cost_us(ISLE_ALGO_RING, two, 2, 64 << 20);
 	assert_true(hier < flat / 4);
-	assert_true(isle_algo_cost_us(ISLE_ALGO_PASSTHROUGH, two, 2,
-				      64 << 20) < hier * 1.05);
+	assert_true(isle_algo_cost_us(ISLE_ALGO_PASSTHROUGH, two, 2, 64 << 20) <
+		    hier * 1.05);
 	{
 		struct isle_algo_level bf[2] = {two[0], lvl(4, 1, 20, "bf16")};
 
