@@ -63,7 +63,8 @@ $(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(COMM_LDLIBS)
 
-# The preload library: libc (+ libdl, libpthread stubs) only, checked.
+# The preload library: libc only (glibc 2.34+ keeps libdl and libpthread
+# as empty compatibility libraries), checked.
 SHLIBS += $(B)/lib/libisle_preload.so
 $(B)/comm_shim/preload.o: CPPFLAGS += -DISLE_CUDA_MAJOR=$(if $(CUDA_MAJOR),$(shell echo $$(($(CUDA_MAJOR) / 1000))),0)
 $(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o comm_shim/libisle_preload.map

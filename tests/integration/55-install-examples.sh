@@ -23,6 +23,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 [ -f "$repo/build/slurm/spank_isle.so" ] || { echo "SKIP: isle is not built (make)"; exit 77; }
@@ -173,16 +175,7 @@ while read -r nodes idx; do
 		echo "$granted" | grep -qF " $node GPUs $idx;" ||
 			fail "job $j2: Slurm granted $node GPUs $idx, explain says: $granted"
 	done
-done < <(scontrol -d show job "$j2" | awk '
-	/^[[:space:]]+Nodes=/ {
-		node = ""; idx = ""
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^Nodes=/) node = substr($i, 7)
-			if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
-				idx = substr($i, RSTART + 4, RLENGTH - 4)
-		}
-		if (node != "") print node, idx
-	}')
+done < <(isle_pt_gres_idx "$j2")
 [ "$nn" = 2 ] || fail "job $j2: $nn nodes with GRES in scontrol -d show job"
 echo "ok: explain $j2 matches Slurm's GRES: $granted"
 scancel "$j2"
