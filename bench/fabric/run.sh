@@ -23,8 +23,9 @@
 #   --seeds    seeds 1..N (default 3), the same trace per seed in every config
 #   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
 #   --scale    fabric scale: cable rates and message sizes (default 0.001)
-#   --quick    one shape, 3 jobs, 3 steps, configs tree,isle, one seed: the
-#              correctness run of tests/integration/49-fabric-quick.sh
+#   --quick    one shape and, unless given, 3 jobs, 3 steps, configs
+#              tree,isle, one seed: the correctness run of
+#              tests/integration/49-fabric-quick.sh
 #   --out      result JSON (default build/bench/fabric.json); --png its plot
 #              (default: beside --out, gnuplot; skipped without gnuplot)
 #
@@ -55,10 +56,10 @@ png=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--shape) shapes+=("$2"); shift 2 ;;
-	--configs) configs=${2//,/ }; shift 2 ;;
-	--seeds) seeds=$2; shift 2 ;;
-	--jobs) njobs=$2; shift 2 ;;
-	--steps) steps=$2; shift 2 ;;
+	--configs) configs=${2//,/ } set_configs=1; shift 2 ;;
+	--seeds) seeds=$2 set_seeds=1; shift 2 ;;
+	--jobs) njobs=$2 set_jobs=1; shift 2 ;;
+	--steps) steps=$2 set_steps=1; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
 	--out) out=$2; shift 2 ;;
@@ -70,10 +71,11 @@ done
 if [ $quick = 1 ]; then
 	[ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/gb200-16.json")
 	shapes=("${shapes[0]}")
-	configs="tree isle"
-	seeds=1
-	njobs=3
-	steps=3
+	# Defaults only: what the command line gave explicitly stays.
+	[ -n "${set_configs:-}" ] || configs="tree isle"
+	[ -n "${set_seeds:-}" ] || seeds=1
+	[ -n "${set_jobs:-}" ] || njobs=3
+	[ -n "${set_steps:-}" ] || steps=3
 fi
 [ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/gb200-16.json" "$here/bench/fabric/leafspine-16.json")
 [ -n "$png" ] || png=${out%.json}.png
