@@ -595,7 +595,9 @@ isle__write_conf() {
 		echo "KillWait=5"
 		echo "InactiveLimit=0"
 		echo "MinJobAge=300"
-		echo "TmpFS=$d/tmp"
+		# One TmpFS per node (%n): PMIx puts each step's client dir
+		# there, and nodes sharing one dir race on its mkdir (EEXIST).
+		echo "TmpFS=$d/tmp/%n"
 	} >"$etc/slurm.conf.base"
 	# --slurm-extra KEY=... replaces the generated KEY line (not node/partition lines).
 	extra_keys=$(printf '%s\n' "$o_extra" | sed -n 's/^[[:space:]]*\([A-Za-z][A-Za-z0-9_]*\)[[:space:]]*=.*/\1/p' |
@@ -682,7 +684,8 @@ isle__start_once() {
 	mkdir -p "$d"/{etc,state,spool,log,run,dev,jobs,tmp} || return 1
 	: >"$d/pids"
 	for ((i = 1; i <= o_nodes; i++)); do
-		mkdir -p "$d/spool/$(isle__node_name "$o_prefix" "$o_width" "$i")"
+		mkdir -p "$d/spool/$(isle__node_name "$o_prefix" "$o_width" "$i")" \
+			"$d/tmp/$(isle__node_name "$o_prefix" "$o_width" "$i")"
 	done
 	isle__bind_sack_dirs "$d" || return 1
 

@@ -44,7 +44,7 @@ scontrol create $nodeline State=FUTURE $topo || fail "scontrol create node n05 f
 # n05's own slurmd reads the files on disk; slurmctld is not reconfigured.
 echo "$nodeline" >>"$d/etc/slurm.conf"
 echo "NodeName=n05 Name=gpu File=$d/dev/nvidia[0-3]" >>"$d/etc/gres.conf"
-mkdir -p "$d/spool/n05"
+mkdir -p "$d/spool/n05" "$d/tmp/n05"
 isle__spawn "$d" slurmd n05 "$ISLE_SLURM_PREFIX/sbin/slurmd" -D -N n05 -f "$d/etc/slurm.conf"
 for ((i = 0; i < 240; i++)); do
 	[ "$(sinfo -h -n n05 -o %T 2>/dev/null)" = idle ] && break
