@@ -58,7 +58,9 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export ISLE_COMM_TIMEOUT_S=30 ISLE_COMM_VERBOSE=1
 # Ranks per node: 4+4 on two nodes, 3+3+2 on three (srun would otherwise
 # fill the first node's 16 CPUs: 7+1).
-N2="-N2 -n8 --ntasks-per-node=4"
+# Pinned: the plans below are written from one step's placement, and
+# a later step on other nodes would not match them.
+N2="-N2 -n8 --ntasks-per-node=4 -w $n1,$n2"
 N3="-N3 -n8 --ntasks-per-node=3"
 unset ISLE_PLAN ISLE_COMM_CODEC ISLE_COMM_ALGO ISLE_COMM_DISABLE LD_PRELOAD
 
