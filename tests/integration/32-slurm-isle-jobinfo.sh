@@ -87,9 +87,12 @@ scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back"
 [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || fail "job $j is not running after the restart"
 [ "$(isle_job_field "$j" NodeList)" = "$nodes" ] || fail "job $j nodes changed"
 scontrol -o show job "$j" | grep -q "AdminComment=isle: tp=8 " || fail "AdminComment lost the isle line"
+# The writer may first file the record rebuilt from the AdminComment line,
+# then the one restored from the job state: wait for the latter.
 after=""
 for ((i = 0; i < 120; i++)); do
-	after=$("$repo/build/bin/islectl" explain "$j" 2>/dev/null) && break
+	after=$("$repo/build/bin/islectl" explain "$j" 2>/dev/null) &&
+		grep -q "^Candidates:" <<<"$after" && break
 	sleep 0.5
 done
 [ -n "$after" ] || fail "islectl explain $j after the restart: no record (not restored from job state)"
