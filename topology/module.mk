@@ -38,7 +38,8 @@ $(TOPO_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_topo.a
 
 # --- ibnetdiscover dumps and node JSON files (topology sources; added by
 # the owner of topology/ibnd_*.c and topology/node_json.c) ---
-IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o node_json.o)
+IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o ibnd_topo.o \
+	       node_json.o)
 ALL_OBJS += $(IBND_OBJS)
 $(B)/libisle_topo.a: $(IBND_OBJS)
 
