@@ -231,8 +231,8 @@ static int desc_host(const char *desc, char **host, char **hca, int any_host)
 	return 1;
 }
 
-int isle__ibnd_classify_ca(isle_ibnd_fabric *f, struct isle_ibnd_node *n,
-			   const struct isle__ibnd_keymap *map, unsigned flags)
+static int classify_ca(isle_ibnd_fabric *f, struct isle_ibnd_node *n,
+		       const struct isle__ibnd_keymap *map, unsigned flags)
 {
 	int v = keymap_find(map, n), rc;
 
@@ -324,7 +324,7 @@ static int same_family(const char *x, const char *y)
  * "HCA-1 HCA-2 HCA-5 HCA-6"). Ranking fabric-wide rather than per host keeps
  * a host with a missing cable on the right rails.
  */
-int isle__ibnd_assign_rails(isle_ibnd_fabric *f)
+static int assign_rails(isle_ibnd_fabric *f)
 {
 	const char **names;
 	int n = 0, i, j, k, rank;
@@ -382,8 +382,8 @@ int isle__ibnd_assign_rails(isle_ibnd_fabric *f)
  * leaf: 1 = spine, more = core. SHARP aggregation nodes sit inside every
  * switch and say nothing about its level.
  */
-int isle__ibnd_assign_levels(isle_ibnd_fabric *f,
-			     const struct isle__ibnd_keymap *spines)
+static int assign_levels(isle_ibnd_fabric *f,
+			 const struct isle__ibnd_keymap *spines)
 {
 	int *dist, *queue, head = 0, tail = 0, i, j;
 
@@ -468,7 +468,7 @@ static int rail_port(const isle_ibnd_fabric *f, int sw,
 	       c->links[0].port == l->peer_port;
 }
 
-int isle__ibnd_assign_switch_rails(isle_ibnd_fabric *f)
+static int assign_switch_rails(isle_ibnd_fabric *f)
 {
 	int *count, i, j;
 
@@ -535,7 +535,7 @@ static int cmp_host_hca(const void *a, const void *b)
 
 /* Counts hosts; two CAs claiming the same "host hca" are two machines with
  * one name (cloned images), which the model cannot tell apart: warn. */
-int isle__ibnd_count_hosts(isle_ibnd_fabric *f)
+static int count_hosts(isle_ibnd_fabric *f)
 {
 	const struct isle_ibnd_node **v;
 	int n = 0, i;
@@ -560,6 +560,26 @@ int isle__ibnd_count_hosts(isle_ibnd_fabric *f)
 	}
 	free(v);
 	return 0;
+}
+
+int isle__ibnd_classify(isle_ibnd_fabric *f,
+			const struct isle__ibnd_keymap *map,
+			const struct isle__ibnd_keymap *spines, unsigned flags)
+{
+	int rc = 0, i;
+
+	for (i = 0; i < f->nnodes && rc == 0; i++)
+		if (f->nodes[i].type == ISLE_IBND_CA)
+			rc = classify_ca(f, &f->nodes[i], map, flags);
+	if (rc == 0)
+		rc = assign_rails(f);
+	if (rc == 0)
+		rc = assign_levels(f, spines);
+	if (rc == 0)
+		rc = assign_switch_rails(f);
+	if (rc == 0)
+		rc = count_hosts(f);
+	return rc;
 }
 
 /* Anonymous CAs reported one per line, then a count of the rest. */

@@ -1,5 +1,6 @@
 /*
- * ibnd_parse.c - reads `ibnetdiscover` text dumps (plain and -f output).
+ * ibnd_parse.c - reads `ibnetdiscover` text dumps (plain and -f output);
+ * isle_ibnd_parse() then has ibnd_fabric.c classify the nodes.
  *
  * The dump is a list of node sections:
  *
@@ -696,7 +697,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 	struct isle_ibnd_opts none = {0};
 	struct isle__ibnd_keymap map = {0}, spines = {0};
 	isle_ibnd_fabric *f = NULL;
-	int rc, i;
+	int rc;
 
 	*out = NULL;
 	if (!opts)
@@ -718,18 +719,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 	rc = isle__ibnd_read(dump_path, &f, err, errlen);
 	if (rc < 0)
 		goto out;
-	for (i = 0; i < f->nnodes && rc == 0; i++)
-		if (f->nodes[i].type == ISLE_IBND_CA)
-			rc = isle__ibnd_classify_ca(f, &f->nodes[i], &map,
-						    opts->flags);
-	if (rc == 0)
-		rc = isle__ibnd_assign_rails(f);
-	if (rc == 0)
-		rc = isle__ibnd_assign_levels(f, &spines);
-	if (rc == 0)
-		rc = isle__ibnd_assign_switch_rails(f);
-	if (rc == 0)
-		rc = isle__ibnd_count_hosts(f);
+	rc = isle__ibnd_classify(f, &map, &spines, opts->flags);
 	if (rc < 0) {
 		isle__err(rc, err, errlen, "%s: out of memory", dump_path);
 		goto out;

@@ -31,16 +31,12 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 			   int need_value, char *err, size_t errlen);
 void isle__ibnd_keymap_free(struct isle__ibnd_keymap *m);
 
-/* ibnd_fabric.c: the classification steps isle_ibnd_parse() runs in order
- * on a read fabric (each 0 or -ENOMEM), then the report of HCAs that
- * could not be tied to a host. */
-int isle__ibnd_classify_ca(isle_ibnd_fabric *f, struct isle_ibnd_node *n,
-			   const struct isle__ibnd_keymap *map, unsigned flags);
-int isle__ibnd_assign_rails(isle_ibnd_fabric *f);
-int isle__ibnd_assign_levels(isle_ibnd_fabric *f,
-			     const struct isle__ibnd_keymap *spines);
-int isle__ibnd_assign_switch_rails(isle_ibnd_fabric *f);
-int isle__ibnd_count_hosts(isle_ibnd_fabric *f);
+/* ibnd_fabric.c: classifies a read fabric (hosts and rails of CAs, switch
+ * levels and rails, host counts); 0 or -ENOMEM. Then the report of HCAs
+ * that could not be tied to a host. */
+int isle__ibnd_classify(isle_ibnd_fabric *f,
+			const struct isle__ibnd_keymap *map,
+			const struct isle__ibnd_keymap *spines, unsigned flags);
 void isle__ibnd_report_anonymous(const isle_ibnd_fabric *f);
 
 /* ibnd_fabric.c: 1 if tok[0..len) is a chip model ("MT4129"); the
