@@ -418,12 +418,7 @@ static int parse(const char *buf, const char *name, struct json_object **out,
 			     : json_tokener_error_desc(e));
 }
 
-/*
- * Parses buf into d (isle__jv_doc_free frees it): plain JSON in one pass,
- * anything else through json-c (parse above) for its rules and messages.
- */
-int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
-		   char *err, size_t errlen)
+int isle__jv_parse_plain(const char *buf, struct jv_doc *d)
 {
 	size_t len = strlen(buf);
 	char *p;
@@ -432,10 +427,14 @@ int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
 	memset(d, 0, sizeof(*d));
 	d->text = malloc(len + 1);
 	if (!d->text)
-		return isle__err(-ENOMEM, err, errlen, "out of memory");
+		return -ENOMEM;
 	memcpy(d->text, buf, len + 1);
 	p = d->text;
 	rc = jv_value(d, &p, &d->root, 0);
+	/* json-c does not end a number at the end of its input ("0" is an
+	 * unexpected end of file): a bare number is json-c's to judge. */
+	if (!rc && (d->root.type == JV_INT || d->root.type == JV_DBL))
+		rc = 1;
 	if (!rc) {
 		jv_ws(&p);
 		if (!*p)
@@ -443,12 +442,31 @@ int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
 		rc = 1;
 	}
 	isle__jv_doc_free(d);
-	if (rc < 0)
-		return isle__err(rc, err, errlen, "out of memory");
+	return rc;
+}
+
+int isle__jv_parse_jc(const char *buf, const char *name, struct jv_doc *d,
+		      char *err, size_t errlen)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
 	rc = parse(buf, name, &d->jc, err, errlen);
 	if (!rc && jv_from_jc(d, d->jc, &d->root))
 		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
 	if (rc)
 		isle__jv_doc_free(d);
 	return rc;
+}
+
+int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
+		   char *err, size_t errlen)
+{
+	int rc = isle__jv_parse_plain(buf, d);
+
+	if (rc < 0)
+		return isle__err(rc, err, errlen, "out of memory");
+	if (rc == 0)
+		return 0;
+	return isle__jv_parse_jc(buf, name, d, err, errlen);
 }

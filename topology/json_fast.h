@@ -39,10 +39,18 @@ struct jv_doc {
 /*
  * Parses buf into d (isle__jv_doc_free frees it): plain JSON in one pass,
  * anything else through json-c for its rules and messages. Syntax errors
- * read "name:line:col: JSON syntax error: reason".
+ * read "name:line:col: JSON syntax error: reason". 0 or negative errno.
  */
 int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
 		   char *err, size_t errlen);
+
+/* The two halves, apart for the differential test (test_topo_json_fast).
+ * _plain: 0 parsed, 1 not plain JSON (d empty), -ENOMEM. Whatever it
+ * parses, json-c must parse to the same tree. _jc: json-c alone, as
+ * isle__jv_parse's fallback. */
+int isle__jv_parse_plain(const char *buf, struct jv_doc *d);
+int isle__jv_parse_jc(const char *buf, const char *name, struct jv_doc *d,
+		      char *err, size_t errlen);
 void isle__jv_doc_free(struct jv_doc *d);
 
 /* The json-c API the loader uses, on struct jv; JSON null reads as NULL. */

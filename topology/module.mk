@@ -37,6 +37,15 @@ $(TOPO_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
+# The fast JSON parser against json-c on the golden files and mutations.
+UNIT_TESTS += $(B)/tests/test_topo_json_fast
+$(B)/tests/unit/test_topo_json_fast.o: CPPFLAGS += \
+	-DGOLDEN_ROOT='"$(CURDIR)/tests/golden"'
+$(B)/tests/test_topo_json_fast: $(B)/tests/unit/test_topo_json_fast.o \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
 # --- ibnetdiscover dumps and node JSON files (topology sources; added by
 # the owner of topology/ibnd_*.c and topology/node_json.c) ---
 IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o ibnd_topo.o \
