@@ -2,6 +2,11 @@
  * codec_cpu.c - CPU codec kernels: a portable scalar backend and an AVX2+F16C
  * backend, picked at run time. Both produce bit-identical wire data (same
  * rounding: round to nearest even everywhere), which the unit tests check.
+ *
+ * One file of about 1,000 lines on purpose: the two backends share the
+ * inline conversions, the int8 block rules and the top-k selection, and
+ * must round alike; side by side they stay static and inlined, and a
+ * change to one kernel is read next to its twin.
  */
 #include <errno.h>
 #include <float.h>
