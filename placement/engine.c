@@ -24,8 +24,7 @@
 
 #include "place_priv.h"
 
-/* --- Requests ----------------------------------------------------------------
- */
+/* --- Requests ------------------------------------------------------------- */
 
 static int fail(struct isle_place_result *res, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -141,8 +140,7 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	return 0;
 }
 
-/* --- Public entry points ---------------------------------------------------
- */
+/* --- Public entry points -------------------------------------------------- */
 
 /*
  * One pass per alignment: GPUs per island in multiples of tp (any TP

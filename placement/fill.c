@@ -11,8 +11,7 @@
 
 #include "place_priv.h"
 
-/* --- Capacities ------------------------------------------------------------
- */
+/* --- Capacities ----------------------------------------------------------- */
 
 static int is_eligible(const uint64_t *elig, int node)
 {
@@ -91,8 +90,7 @@ void isle__place_prepare(isle_place_ctx *c, const uint64_t *free_gpus,
 	}
 }
 
-/* --- Fill --------------------------------------------------------------------
- */
+/* --- Fill ----------------------------------------------------------------- */
 
 static int kid_desc(const void *a, const void *b)
 {
@@ -219,8 +217,7 @@ static void fill(isle_place_ctx *c, int v, int need,
 	fill_children(c, v, need, r);
 }
 
-/* --- Candidates ------------------------------------------------------------
- */
+/* --- Candidates ----------------------------------------------------------- */
 
 static double frag_penalty(const isle_place_ctx *c)
 {

@@ -10,8 +10,7 @@
 
 #include "place_priv.h"
 
-/* --- Results ---------------------------------------------------------------
- */
+/* --- Results -------------------------------------------------------------- */
 
 void isle_place_result_init(struct isle_place_result *r)
 {

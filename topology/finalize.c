@@ -3,10 +3,7 @@
  * groups and the checks that need the whole model; and the NVLink
  * bandwidth derived from GPU models.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

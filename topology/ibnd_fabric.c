@@ -181,8 +181,7 @@ static int keymap_find(const struct isle__ibnd_keymap *m,
 	return -1;
 }
 
-/* --- Classification --------------------------------------------------------
- */
+/* --- Classification ------------------------------------------------------- */
 
 /* Firmware default descriptions start with the chip: "MT4129 ConnectX7 ..." */
 int isle__ibnd_is_chip_name(const char *tok, size_t len)
@@ -617,8 +616,7 @@ void isle__ibnd_report_anonymous(const isle_ibnd_fabric *f)
 			   shown - ANON_REPORT_MAX);
 }
 
-/* --- Summary ----------------------------------------------------------------
- */
+/* --- Summary -------------------------------------------------------------- */
 
 /* Distinct switch neighbours of n on one side ("up", "down" or "peer"). */
 static void put_neighbours(FILE *o, const isle_ibnd_fabric *f,

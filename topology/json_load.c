@@ -20,8 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <json-c/json.h>
-
 #include "json_fast.h"
 #include "topo_priv.h"
 
