@@ -12,10 +12,11 @@
 #
 # Per plugin: jobs, completed (JobState=COMPLETED in jobcomp/filetxt),
 # started_per_min (jobs over the span from the first start to the last
-# start), the main scheduler's cycle mean and max (sdiag, us), isle's eval
-# time per call (p50, p99, us; IsleEval line of `scontrol show topology`,
-# null for tree), and slurmctld's RSS (MB) once the jobs are queued and once
-# they are all done.
+# start, plus one second: StartTime has whole seconds), the main
+# scheduler's cycle mean and max (sdiag, us), isle's eval time per call
+# (p50, p99, us; the IsleEval line of `scontrol show topology`, null for
+# tree), and slurmctld's RSS (MB) once the jobs are queued and once they
+# are all done.
 #
 # Writes OUT.json (default build/bench/load.json):
 #   {"slurm": "VER", "results": [{"plugin", "jobs", "completed",
@@ -156,7 +157,7 @@ JobCompLoc=@DIR@/log/jobcomp.txt")
 	spm=$(sed -n 's/.* StartTime=\([^ ]*\) .*/\1/p' "$comp" |
 		while read -r s; do date -d "$s" +%s; done | sort -n |
 		awk '{ t[NR] = $1 } END {
-			if (NR < 2 || t[NR] == t[1]) print "null"
+			if (NR == 0) print "null"
 			else printf "%.1f", NR * 60 / (t[NR] - t[1] + 1) }')
 	r=$(printf '{"plugin": "%s", "jobs": %d, "completed": %d, "started_per_min": %s, "sched_cycle_us_mean": %s, "sched_cycle_us_max": %s, "eval_us_p50": %s, "eval_us_p99": %s, "ctld_rss_mb_start": %s, "ctld_rss_mb_end": %s}' \
 		"$plugin" "$NJOBS" "$completed" "$spm" "$cmean" "$cmax" "$p50" "$p99" "$rss0" "$rss1")
@@ -165,10 +166,13 @@ JobCompLoc=@DIR@/log/jobcomp.txt")
 	isle_cluster_stop
 done
 
+n=${#results[@]}
 {
 	printf '{"slurm": "%s", "results": [\n' "$ver"
-	for ((i = 0; i < ${#results[@]}; i++)); do
-		printf '  %s%s\n' "${results[i]}" "$([ $i -lt $((${#results[@]} - 1)) ] && echo , || true)"
+	for ((i = 0; i < n; i++)); do
+		sep=,
+		[ "$i" -eq $((n - 1)) ] && sep=
+		printf '  %s%s\n' "${results[i]}" "$sep"
 	done
 	printf ']}\n'
 } >"$out"
