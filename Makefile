@@ -191,6 +191,7 @@ include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
 include bench/fabric/module.mk
+include bench/load/module.mk
 include tests/module.mk
 include tests/fuzz/module.mk
 

@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -77,6 +79,62 @@ static int delete_ctx(MPI_Comm comm, int kv, void *val, void *extra)
 	return MPI_SUCCESS;
 }
 
+/*
+ * After a timeout the fatal error handler runs MPI_Abort, which needs the
+ * runtime to reach the other nodes (PMIx, the launcher) and blocks for as
+ * long as a frozen node stays frozen. A rank that has named a dead or hung
+ * peer must still end: this thread ends the process one more
+ * ISLE_COMM_TIMEOUT_S later if the abort has not.
+ */
+static double abort_grace_s;
+static int abort_rank = -1;
+
+static void *abort_watchdog(void *arg)
+{
+	struct timespec ts = {
+	    .tv_sec = (time_t)abort_grace_s,
+	    .tv_nsec =
+		(long)((abort_grace_s - (double)(time_t)abort_grace_s) * 1e9)};
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	dprintf(STDERR_FILENO,
+		"isle_comm: rank %d: MPI_Abort did not end the process %g s "
+		"after the timeout; exiting\n",
+		abort_rank, abort_grace_s);
+	_exit(EXIT_FAILURE);
+	return NULL;
+}
+
+static void arm_abort_watchdog(MPI_Comm comm, int me)
+{
+	static int armed;
+	MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+	const char *s = getenv("ISLE_COMM_TIMEOUT_S");
+	double t = s && *s ? strtod(s, NULL) : 300;
+	pthread_attr_t a;
+	pthread_t thr;
+	int fatal;
+
+	if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
+		return;
+	/* An application that handles errors itself decides what follows. */
+	fatal = eh == MPI_ERRORS_ARE_FATAL;
+	if (eh != MPI_ERRHANDLER_NULL)
+		PMPI_Errhandler_free(&eh);
+	if (!fatal || !(t > 0) ||
+	    __atomic_exchange_n(&armed, 1, __ATOMIC_SEQ_CST))
+		return;
+	abort_grace_s = t;
+	abort_rank = me;
+	if (pthread_attr_init(&a))
+		return;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_create(&thr, &a, abort_watchdog, NULL);
+	pthread_attr_destroy(&a);
+}
+
 static int fail(MPI_Comm comm, const char *what, int rc)
 {
 	int me = -1, code = rc == -EMSGSIZE ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
@@ -84,6 +142,8 @@ static int fail(MPI_Comm comm, const char *what, int rc)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
 	fprintf(stderr, "isle_comm: rank %d: %s: %s\n", me, what,
 		isle_comm_strerror(rc));
+	if (rc == -ETIMEDOUT)
+		arm_abort_watchdog(comm, me);
 	PMPI_Comm_call_errhandler(comm, code);
 	return code;
 }

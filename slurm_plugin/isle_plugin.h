@@ -140,6 +140,7 @@ enum isle__rec_kind {
 	ISLE_REC_RACK,
 	ISLE_REC_ISLAND,
 	ISLE_REC_SWITCH,
+	ISLE_REC_EVAL, /* children: isle__eval_stats_str() */
 };
 
 struct isle__topo_rec {
@@ -159,6 +160,9 @@ struct isle__topoinfo {
 
 /* Builds a snapshot of the records with current free GPU counts. */
 struct isle__topoinfo *isle__topoinfo_build(void);
+/* Eval call count and latency, "Calls=N MeanUs=.. P50Us=.. P99Us=..
+ * MaxUs=.." (topology_isle.c); the caller xfrees it. */
+char *isle__eval_stats_str(void);
 void isle__topoinfo_free(struct isle__topoinfo *ti);
 
 /* --- isle_eval.c ------------------------------------------------------- */

@@ -111,7 +111,8 @@ static void _build_maps(void)
 	struct isle__ctx *c = &isle__ctx;
 	const isle_topo *t = c->topo;
 	node_record_t *node_ptr;
-	int unknown = 0, *seen, *stack;
+	const char *first = NULL;
+	int unknown = 0, extra = 0, *seen, *stack;
 
 	c->nslurm = node_record_count;
 	c->slurm2model = xcalloc(MAX(node_record_count, 1), sizeof(int));
@@ -126,7 +127,8 @@ static void _build_maps(void)
 		int m = isle_topo_find_node(t, node_ptr->name);
 
 		if (m < 0) {
-			unknown++;
+			if (!unknown++)
+				first = node_ptr->name;
 			continue;
 		}
 		c->slurm2model[i] = m;
@@ -134,9 +136,21 @@ static void _build_maps(void)
 		bit_set(c->model_nodes, i);
 	}
 	if (unknown)
-		info("isle: %d Slurm node(s) are not in %s; they get default "
-		     "selection",
-		     unknown, c->path);
+		info("isle: %d Slurm node(s) are not in %s (first: %s); they "
+		     "get default selection",
+		     unknown, c->path, first);
+	/* A file wider than slurm.conf is fine (nodes added later, e.g.
+	 * dynamic ones, join at once): its extra nodes are never chosen. */
+	for (int m = 0; m < t->nnodes; m++) {
+		if (c->model2slurm[m] >= 0)
+			continue;
+		if (!extra++)
+			first = t->nodes[m].name;
+	}
+	if (extra)
+		info("isle: %d node(s) of %s are not Slurm nodes (first: %s); "
+		     "isle places no job on them until they are",
+		     extra, c->path, first);
 
 	c->islands = xcalloc(MAX(t->nislands, 1), sizeof(*c->islands));
 	c->domains = xcalloc(MAX(t->nislands, 1), sizeof(bitstr_t *));
@@ -335,7 +349,7 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 
 	slurm_mutex_lock(&c->lock);
 	t = c->topo;
-	ti->count = 1 + (t ? t->nracks + t->nislands + t->nswitches : 0);
+	ti->count = 2 + (t ? t->nracks + t->nislands + t->nswitches : 0);
 	ti->recs = xcalloc(ti->count, sizeof(*ti->recs));
 
 	r = &ti->recs[n++];
@@ -392,6 +406,10 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 		}
 	}
 out:
+	r = &ti->recs[n++];
+	r->kind = ISLE_REC_EVAL;
+	r->name = xstrdup("eval");
+	r->children = isle__eval_stats_str();
 	ti->count = n;
 	slurm_mutex_unlock(&c->lock);
 	xfree(free_mask);

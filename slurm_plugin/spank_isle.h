@@ -73,7 +73,11 @@ struct isle__spank_policy {
 	 *   agent=PATH         isle-agent (/usr/local/bin/isle-agent)
 	 *   cluster=PATH       cluster file (isle.json beside slurm.conf)
 	 *   rundir=PATH        run dir root, %n = node name (/run/isle)
-	 *   codec_policy=T=C,. codec per tier (isle-agent plan --policy) */
+	 *   codec_policy=T=C,. codec per tier (isle-agent plan --policy)
+	 *   agent_timeout=S    seconds the prolog waits for the agent before
+	 *                      killing it (0 = 60); keep it below Slurm's
+	 *                      PrologTimeout (24.11: PrologEpilogTimeout) */
+	int agent_timeout_s;
 	char agent_path[PATH_MAX];
 	char cluster_path[PATH_MAX];
 	char rundir[PATH_MAX];

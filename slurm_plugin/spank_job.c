@@ -37,6 +37,7 @@
 #define AGENT_FIXED_ARGS 32
 /* The GRES detail RPC: a controller that does not answer costs this. */
 #define GRES_TIMEOUT_S 20
+/* The agent's limit unless plugstack.conf sets agent_timeout=. */
 #define AGENT_TIMEOUT_S 60
 #define DEFAULT_AGENT "/usr/local/bin/isle-agent"
 #define DEFAULT_RUNDIR "/run/isle"
@@ -313,16 +314,16 @@ static void _log_lines(char *buf, size_t *used, int flush)
 
 /*
  * Runs the agent (argv[0] is its absolute path) with a clean environment,
- * logging its stderr, and waits at most AGENT_TIMEOUT_S. Returns its exit
+ * logging its stderr, and waits at most timeout_s. Returns its exit
  * status, or -1 if it could not run or was killed.
  */
-static int _run_agent(char *const argv[])
+static int _run_agent(char *const argv[], int timeout_s)
 {
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
 				     NULL};
 	char buf[1024];
 	size_t used = 0;
-	time_t deadline = time(NULL) + AGENT_TIMEOUT_S;
+	time_t deadline = time(NULL) + timeout_s;
 	int pfd[2], status = 0;
 	pid_t pid;
 
@@ -358,7 +359,7 @@ static int _run_agent(char *const argv[])
 
 		if (left <= 0 || poll(&p, 1, left * 1000) == 0) {
 			slurm_error("isle: %s timed out after %d s; killed",
-				    argv[0], AGENT_TIMEOUT_S);
+				    argv[0], timeout_s);
 			kill(pid, SIGKILL);
 			break;
 		}
@@ -380,6 +381,11 @@ static int _run_agent(char *const argv[])
 static const char *_agent(const struct isle__spank_policy *p)
 {
 	return p->agent_path[0] ? p->agent_path : DEFAULT_AGENT;
+}
+
+static int _agent_timeout(const struct isle__spank_policy *p)
+{
+	return p->agent_timeout_s > 0 ? p->agent_timeout_s : AGENT_TIMEOUT_S;
 }
 
 int isle__spank_plans_enabled(const struct isle__spank_policy *p)
@@ -481,7 +487,7 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 		argv[ac++] = node_gpus[i];
 	argv[ac] = NULL;
 
-	rc = _run_agent(argv);
+	rc = _run_agent(argv, _agent_timeout(&st->policy));
 	if (rc == 0)
 		slurm_verbose("isle: job %u: plan in %s/%u", job_id, rundir,
 			      job_id);
@@ -526,7 +532,7 @@ int isle__spank_job_epilog(spank_t sp, struct isle__spank_state *st)
 	argv[5] = "--rundir";
 	argv[6] = rundir;
 	argv[7] = NULL;
-	rc = _run_agent(argv);
+	rc = _run_agent(argv, _agent_timeout(&st->policy));
 	if (rc)
 		slurm_error("isle: job %u: %s plan remove failed (status %d)",
 			    job_id, argv[0], rc);

@@ -281,6 +281,9 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			if (!rc)
 				strcpy(dst, val);
 			expect = "an absolute path";
+		} else if (KEY("agent_timeout")) {
+			rc = _parse_count(val, 3600, &p->agent_timeout_s);
+			expect = "seconds from 1 to 3600";
 		} else if (KEY("codec_policy")) {
 			rc = (*val && strlen(val) < sizeof(p->codec_policy))
 				 ? 0
@@ -293,7 +296,8 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			expect = "one of default_tp, default_pp, default_mode, "
 				 "default_span, default_compress, "
 				 "default_shim, allowed_codecs, max_tp, shim, "
-				 "agent, cluster, rundir, codec_policy";
+				 "agent, agent_timeout, cluster, rundir, "
+				 "codec_policy";
 		}
 #undef KEY
 		if (opt) {

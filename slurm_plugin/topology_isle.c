@@ -7,8 +7,10 @@
  * file and node maps in isle_records.c; run-time node changes in
  * isle_nodes.c.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "isle_compat.h"
 
@@ -34,6 +36,93 @@ ISLE_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
  */
 static bool disabled;
 
+/*
+ * Eval latency: calls that isle (or its fallback) placed, timed around
+ * Slurm's common node choice (which calls isle's eval once or more), in a
+ * log-linear histogram: exact below 16 us, then 8 buckets per power of two
+ * (12.5% wide). Atomic adds: the counters cost nothing on the scheduling
+ * path and need no lock; a reader may see them a call apart.
+ */
+#define EVAL_LIN 16
+#define EVAL_SUB 8
+#define EVAL_NBUCKETS (EVAL_LIN + (64 - 4) * EVAL_SUB)
+static uint64_t eval_calls, eval_sum_us, eval_max_us;
+static uint64_t eval_hist[EVAL_NBUCKETS];
+
+static int _eval_bucket(uint64_t us)
+{
+	int e;
+
+	if (us < EVAL_LIN)
+		return (int)us;
+	e = 63 - __builtin_clzll(us); /* >= 4 */
+	return EVAL_LIN + (e - 4) * EVAL_SUB +
+	       (int)((us >> (e - 3)) & (EVAL_SUB - 1));
+}
+
+/* The middle of bucket b, in us. */
+static uint64_t _eval_bucket_mid(int b)
+{
+	int e, sub;
+	uint64_t lo, w;
+
+	if (b < EVAL_LIN)
+		return (uint64_t)b;
+	e = (b - EVAL_LIN) / EVAL_SUB + 4;
+	sub = (b - EVAL_LIN) % EVAL_SUB;
+	w = 1ull << (e - 3);
+	lo = (1ull << e) + (uint64_t)sub * w;
+	return lo + w / 2;
+}
+
+static void _eval_stat_add(uint64_t us)
+{
+	uint64_t max = __atomic_load_n(&eval_max_us, __ATOMIC_RELAXED);
+
+	__atomic_fetch_add(&eval_calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&eval_sum_us, us, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&eval_hist[_eval_bucket(us)], 1, __ATOMIC_RELAXED);
+	while (us > max &&
+	       !__atomic_compare_exchange_n(&eval_max_us, &max, us, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static uint64_t _eval_pct(const uint64_t *hist, uint64_t n, double q)
+{
+	uint64_t want = (uint64_t)(q * (double)n), seen = 0;
+
+	if (want >= n)
+		want = n - 1;
+	for (int b = 0; b < EVAL_NBUCKETS; b++) {
+		seen += hist[b];
+		if (seen > want)
+			return _eval_bucket_mid(b);
+	}
+	return 0;
+}
+
+/* "Calls=N MeanUs=M P50Us=A P99Us=B MaxUs=C" (xfree it). Percentiles are
+ * bucket middles (within 6.25% of the true value), at most the max. */
+char *isle__eval_stats_str(void)
+{
+	uint64_t hist[EVAL_NBUCKETS], n = 0, sum, max;
+
+	for (int b = 0; b < EVAL_NBUCKETS; b++) {
+		hist[b] = __atomic_load_n(&eval_hist[b], __ATOMIC_RELAXED);
+		n += hist[b];
+	}
+	sum = __atomic_load_n(&eval_sum_us, __ATOMIC_RELAXED);
+	max = __atomic_load_n(&eval_max_us, __ATOMIC_RELAXED);
+	if (!n)
+		return xstrdup("Calls=0");
+	return xstrdup_printf("Calls=%" PRIu64 " MeanUs=%" PRIu64
+			      " P50Us=%" PRIu64 " P99Us=%" PRIu64
+			      " MaxUs=%" PRIu64,
+			      n, sum / n, MIN(_eval_pct(hist, n, 0.50), max),
+			      MIN(_eval_pct(hist, n, 0.99), max), max);
+}
+
 int isle__topo_init(void)
 {
 	if (isle__version_check(plugin_type)) {
@@ -48,6 +137,12 @@ int isle__topo_init(void)
 
 int isle__topo_fini(void)
 {
+	if (__atomic_load_n(&eval_calls, __ATOMIC_RELAXED)) {
+		char *st = isle__eval_stats_str();
+
+		verbose("isle: eval %s", st);
+		xfree(st);
+	}
 	slurm_mutex_lock(&isle__ctx.lock);
 	isle__records_free();
 	xfree(isle__ctx.path);
@@ -90,6 +185,9 @@ int isle__topo_destroy_config(void)
  */
 int isle__topo_eval_nodes(topology_eval_t *topo_eval)
 {
+	struct timespec t0, t1;
+	int rc;
+
 	topo_eval->trump_others = false;
 	isle__nodes_sync(false);
 	if (isle__ctx.topo &&
@@ -99,7 +197,14 @@ int isle__topo_eval_nodes(topology_eval_t *topo_eval)
 		topo_eval->eval_nodes = isle__eval_fallback;
 	else
 		topo_eval->eval_nodes = NULL;
-	return common_topo_choose_nodes(topo_eval);
+	if (!topo_eval->eval_nodes)
+		return common_topo_choose_nodes(topo_eval);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = common_topo_choose_nodes(topo_eval);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	_eval_stat_add((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000 +
+		       (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000);
+	return rc;
 }
 
 /* --exclusive=topo and reservations: widen to whole multi-node islands. */
@@ -297,6 +402,9 @@ static void _print_rec(const struct isle__topo_rec *r, char **out)
 		if (r->children)
 			xstrfmtcat(*out, " Switches=%s", r->children);
 		break;
+	case ISLE_REC_EVAL:
+		xstrfmtcat(*out, "IsleEval %s\n", r->children);
+		return;
 	default:
 		return;
 	}
