@@ -1,5 +1,5 @@
 #!/bin/bash
-# 56-fabric-calibration: islesim's flow model against the emulated fabric.
+# 54-fabric-calibration: islesim's flow model against the emulated fabric.
 # Replays build/bench/fabric.json (make bench-fabric; ISLE_FABRIC_JSON names
 # another) with islesim --replay-fabric on the placements Slurm chose and
 # compares predicted with measured mean training step per shape and
