@@ -45,3 +45,15 @@ $(B)/tests/test_place_sim: $(B)/tests/unit/test_place_sim.o \
 		$(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) -lm $(LDLIBS)
+
+# The heuristic (clusters over 64 nodes) against the exhaustive optimum on
+# mid-size instances: the gap distribution per cluster kind, one JSON line
+# each, in $(B)/bench/place-gap.jsonl (tests/unit/test_place_optimum.c).
+BENCHES += bench-place-gap
+.PHONY: bench-place-gap
+bench-place-gap: $(B)/tests/test_place_optimum
+	@mkdir -p $(B)/bench
+	@rm -f $(B)/bench/place-gap.jsonl
+	@ISLE_GAP_OUT=$(CURDIR)/$(B)/bench/place-gap.jsonl \
+		$(B)/tests/test_place_optimum 2>&1 | grep -E '^mid|PASSED|FAILED'
+	@echo "wrote $(B)/bench/place-gap.jsonl"

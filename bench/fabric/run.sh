@@ -324,10 +324,21 @@ EOF
 				print splits
 			}' "$plan")
 		echo "$id $kind $sub $start $fin ${split:-0}" >>"$job_rows"
+		# The placement Slurm chose and this job's own records, for
+		# islesim --replay-fabric (the flow model's calibration).
+		jq -nc --arg kind "$kind" --arg model "$model" --argjson nodes "$nodes" \
+			--argjson gpus "$gpus" --argjson tp "$tp" --argjson pp "$pp" \
+			--argjson times "[$sub,$start,$fin]" --arg hosts "$hosts" --arg gidx "$gidx" \
+			--argjson steps "$(grep -E '^(step|token) [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' | jq -sc .)" '
+			{kind: $kind, model: $model, nodes: $nodes, gpus: $gpus, tp: $tp, pp: $pp,
+			 submit: $times[0], start: $times[1], end: $times[2],
+			 hosts: ($hosts | split(" ") | map(select(length > 0))),
+			 gres_idx: ([$gidx | split("\n")[] | select(length > 0) | split(" ") | {(.[0]): (.[1] // "")}] | add // {}),
+			 ms: $steps}' >>"$rw/jobinfo" || true
 		grep -E '^step [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/steps" || true
 		grep -E '^token [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/tokens" || true
 	done <"$rw/jobs"
-	touch "$rw/steps" "$rw/tokens"
+	touch "$rw/steps" "$rw/tokens" "$rw/jobinfo"
 
 	local prefix=${ISLE_FABRIC_PREFIX:-}
 	isle_fabric_counters >"$rw/counters"
@@ -351,6 +362,7 @@ EOF
 		--argjson steps "$(jq -sc . <"$rw/steps")" --argjson tokens "$(jq -sc . <"$rw/tokens")" \
 		--argjson rows "$(awk '{ printf "%s[%s,%s,%s,%s]", (NR > 1 ? "," : ""), $3, $4, $5, $6 } BEGIN { printf "[" } END { print "]" }' "$job_rows")" \
 		--argjson tiers "$(awk '{ b[$3] += $5 + $6 } END { printf "{"; n = 0; for (k in b) printf "%s\"%s\":%.0f", (n++ ? "," : ""), k, b[k]; print "}" }' "$rw/counters")" \
+		--argjson jobinfo "$(jq -sc . <"$rw/jobinfo")" \
 		--argjson idle "$idle" '
 		def mean: if length == 0 then null else (add / length) end;
 		def p95: if length == 0 then null else (sort | .[((length * 95 + 99) / 100 | floor) - 1]) end;
@@ -362,7 +374,7 @@ EOF
 		 makespan_s: (if ($rows | length) == 0 then null else (([$rows[] | .[2]] | max) - ([$rows[] | .[0]] | min)) end),
 		 tp_groups_split: ([$rows[] | .[3]] | add // 0),
 		 infer_token_ms_mean: ($tokens | mean | r3), infer_token_ms_p95: ($tokens | p95 | r3),
-		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle}' >>"$results.$(basename "$shape" .json)"
+		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle, job_list: $jobinfo}' >>"$results.$(basename "$shape" .json)"
 	say "$(tail -1 "$results.$(basename "$shape" .json)")"
 	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
 		say "warning: host CPU idle ${idle}% during this run (< 30%): its times measure the host more than the fabric (a smaller --scale lightens it)"

@@ -153,6 +153,18 @@ int sim_net_solve(struct sim_net *n);
 double sim_net_comm_time(const struct sim_net *n, int id,
 			 double phase_s[SIM_NPHASES]);
 
+/* --- fabric_replay.c: the flow model against the emulated fabric ------ */
+
+/* Replays every run of the fabric benchmark's result file (fabric.json of
+ * bench/fabric/run.sh, with its job_list placements) on the emulated
+ * fabric of shape_dir/SHAPE.json and prints, per shape and configuration,
+ * the measured and predicted mean training step and the error. Returns 0;
+ * 1 when max_err_pct > 0 and some configuration's |error| exceeds it;
+ * -ENODATA when the file has no training runs to replay (no job_list);
+ * another negative errno on a bad file. */
+int sim_fabric_replay(const char *path, const char *shape_dir,
+		      double max_err_pct, FILE *out);
+
 /* --- policies.c --------------------------------------------------------- */
 
 enum sim_policy {

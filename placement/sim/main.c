@@ -18,6 +18,8 @@
 
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
+	const char *fabric, *shape_dir;
+	double max_err;
 	int policy; /* -1: all */
 	int jobs, queue_depth, decisions, trace;
 	double load;
@@ -57,7 +59,18 @@ static void usage(FILE *f)
 	    "\n"
 	    "                   or 'end LABEL' (the job ends)\n"
 	    "                   (PIN/COMMIT: node,node,...); prints\n"
-	    "                   'POLICY LABEL node,node,...' ('-': none)\n",
+	    "                   'POLICY LABEL node,node,...' ('-': none)\n"
+	    "  --replay-fabric FILE  the flow model against the emulated"
+	    " fabric: replays\n"
+	    "                   bench-fabric's result file (fabric.json) on"
+	    " the placements\n"
+	    "                   Slurm chose; prints measured and predicted"
+	    " mean step\n"
+	    "  --shape-dir DIR  its cluster files (default bench/fabric)\n"
+	    "  --max-err PCT    with --replay-fabric: exit 1 when a"
+	    " configuration's\n"
+	    "                   error exceeds PCT; exit 3 when the file"
+	    " has no placements\n",
 	    f);
 }
 
@@ -678,6 +691,9 @@ int main(int argc, char **argv)
 	    {"decisions", required_argument, NULL, 'D'},
 	    {"replay", required_argument, NULL, 'r'},
 	    {"slurm-release", required_argument, NULL, 'R'},
+	    {"replay-fabric", required_argument, NULL, 'F'},
+	    {"shape-dir", required_argument, NULL, 'P'},
+	    {"max-err", required_argument, NULL, 'E'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -759,6 +775,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'F':
+			c.fabric = optarg;
+			break;
+		case 'P':
+			c.shape_dir = optarg;
+			break;
+		case 'E':
+			c.max_err = atof(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -771,6 +796,12 @@ int main(int argc, char **argv)
 	    c.decisions <= 0 || c.load <= 0 || c.load > 1.0) {
 		usage(stderr);
 		return 2;
+	}
+	if (c.fabric) {
+		rc = sim_fabric_replay(
+		    c.fabric, c.shape_dir ? c.shape_dir : "bench/fabric",
+		    c.max_err, stdout);
+		return rc == -ENODATA ? 3 : rc ? 1 : 0;
 	}
 	if (c.replay)
 		rc = run_replay(&c);

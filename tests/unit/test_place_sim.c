@@ -709,6 +709,95 @@ static void test_job_rings(void **state)
 	free(x);
 }
 
+/*
+ * --replay-fabric on a hand-made result file (leafspine-16 at scale 1e-3:
+ * node cables 800 Gbit/s -> 100 MB/s, leaf uplinks 1600 -> 200 MB/s). A
+ * 7b job on 2 nodes as tp 2 x dp 4 runs 2 DP rings (one per TP index),
+ * each crossing between the nodes once each way with 2(n-1)/n of the
+ * 7 MB gradient shard: 10.5 MB per hop, two hops per node cable, so
+ * 10.5 MB / 50 MB/s. Three such jobs across leaf0 and leaf1 at the same
+ * time put 6 flows on leaf0's uplink: 10.5 MB / (200/6) MB/s; at
+ * different times each is alone again.
+ */
+static void replay_case(const char *jobs, double want_fab_ms)
+{
+	char path[] = "/tmp/test_place_sim_fabric.XXXXXX", line[512];
+	int fd = mkstemp(path), found = 0;
+	FILE *f = fdopen(fd, "w"), *out = tmpfile();
+
+	assert_non_null(f);
+	assert_non_null(out);
+	fprintf(f,
+		"{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+		"\"leafspine-16\", \"results\": [{\"config\": \"tree\", "
+		"\"seed\": 1, \"cpu_idle_pct\": 50, \"job_list\": [%s]}]}]}",
+		jobs);
+	fclose(f);
+	assert_int_equal(sim_fabric_replay(path, "bench/fabric", 0, out), 0);
+	rewind(out);
+	while (fgets(line, sizeof(line), out)) {
+		char shape[64], cfg[64];
+		int runs;
+		double meas, pred, err, fab, host, idle;
+
+		if (sscanf(line, "%63s %63s %d %lf %lf %lf %lf %lf %lf", shape,
+			   cfg, &runs, &meas, &pred, &err, &fab, &host,
+			   &idle) != 9)
+			continue;
+		found++;
+		assert_string_equal(shape, "leafspine-16");
+		assert_string_equal(cfg, "tree");
+		/* TCP payload efficiency of 9000-byte frames: ~0.9911 */
+		assert_true(fabs(fab - want_fab_ms / (8934.0 / 9014.0)) < 0.5);
+		/* compute 6 x 3.5e9 x 4096 / 4e14 = 215 ms, plus the rest */
+		assert_true(pred >= 215.0 + fab - 0.5);
+		assert_true(fabs(meas - 500.0) < 1e-9);
+		assert_true(fabs(err - 100.0 * (pred - meas) / meas) < 0.1);
+	}
+	fclose(out);
+	unlink(path);
+	assert_int_equal(found, 1);
+}
+
+#define RJOB(h1, h2, t0, t1)                                                   \
+	"{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "              \
+	"\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": " #t0 ", \"end\": " #t1 \
+	", \"hosts\": [\"" h1 "\", \"" h2 "\"], "                              \
+	"\"ms\": [500, 500]}"
+
+static void test_fabric_replay(void **state)
+{
+	double hop = 7e6 * 2.0 * 3 / 4; /* bytes per ring hop */
+
+	/* alone: two flows on each node cable */
+	replay_case(RJOB("ls01", "ls02", 0, 10), hop / 50e6 * 1e3);
+	/* three jobs over leaf0's uplink at once: six flows */
+	replay_case(RJOB("ls01", "ls05", 0, 10) "," RJOB(
+			"ls02", "ls06", 0, 10) "," RJOB("ls03", "ls07", 0, 10),
+		    hop / (200e6 / 6) * 1e3);
+	/* the same, one after the other: each alone */
+	replay_case(RJOB("ls01", "ls05", 0,
+			 10) "," RJOB("ls02", "ls06", 10,
+				      20) "," RJOB("ls03", "ls07", 20, 30),
+		    hop / 50e6 * 1e3);
+	/* a file without placements: nothing to replay */
+	{
+		char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
+		int fd = mkstemp(path);
+		FILE *f = fdopen(fd, "w"), *out = tmpfile();
+
+		fputs("{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+		      "\"leafspine-16\", \"results\": [{\"config\": "
+		      "\"tree\"}]}]}",
+		      f);
+		fclose(f);
+		assert_int_not_equal(
+		    sim_fabric_replay(path, "bench/fabric", 0, out), 0);
+		fclose(out);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +815,7 @@ int main(void)
 	    cmocka_unit_test(test_net_sharing),
 	    cmocka_unit_test(test_traffic_scaling),
 	    cmocka_unit_test(test_job_rings),
+	    cmocka_unit_test(test_fabric_replay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
