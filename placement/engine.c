@@ -58,8 +58,8 @@ void isle_place_result_fini(struct isle_place_result *r)
 	isle_place_result_init(r);
 }
 
-int isle__place_result_reserve(struct isle_place_result *r, int nnodes,
-			       int nranks)
+int isle_place_result_reserve(struct isle_place_result *r, int nnodes,
+			      int nranks)
 {
 	if (nnodes > r->cap_nodes) {
 		int *n = realloc(r->nodes, (size_t)nnodes * sizeof(*n));
@@ -102,7 +102,7 @@ static void result_clear(struct isle_place_result *r)
 static int result_copy(struct isle_place_result *dst,
 		       const struct isle_place_result *src)
 {
-	int rc = isle__place_result_reserve(dst, src->nnodes, src->nranks);
+	int rc = isle_place_result_reserve(dst, src->nnodes, src->nranks);
 	int cn = dst->cap_nodes, cr = dst->cap_ranks;
 	int *nodes = dst->nodes;
 	uint64_t *masks = dst->masks;
@@ -1031,8 +1031,8 @@ static int search(isle_place_ctx *c, const struct pnorm *q, int *have_best)
 	int limit = small ? c->nv : c->o.max_scopes > 0 ? c->o.max_scopes : 32;
 	int have = *have_best, extra = -1, li, i, j;
 
-	if (isle__place_result_reserve(&c->cand, c->nnodes, q->gpus) ||
-	    isle__place_result_reserve(&c->best, c->nnodes, q->gpus))
+	if (isle_place_result_reserve(&c->cand, c->nnodes, q->gpus) ||
+	    isle_place_result_reserve(&c->best, c->nnodes, q->gpus))
 		return -ENOMEM;
 	if (q->gpus > c->alt_cap) {
 		struct isle_place_rank *a =
