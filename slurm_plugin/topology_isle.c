@@ -42,12 +42,16 @@ int isle__topo_init(void)
 		disabled = true;
 		return SLURM_SUCCESS;
 	}
+	/* Loader warnings (skipped dump lines, duplicate names, ...) go to
+	 * the controller's log rather than nowhere. */
+	isle_topo_set_warn(isle__records_warn, NULL);
 	verbose("%s loaded", plugin_name);
 	return SLURM_SUCCESS;
 }
 
 int isle__topo_fini(void)
 {
+	isle_topo_set_warn(NULL, NULL);
 	slurm_mutex_lock(&isle__ctx.lock);
 	isle__records_free();
 	xfree(isle__ctx.path);
