@@ -3,7 +3,7 @@
  * JSON they produce (golden files in tests/golden/discover/), and merging
  * node JSON into the cluster model.
  *
- * Inputs come from $ISLE_SHARED_DATA/hwloc (default ../shared/data).
+ * Inputs come from hwloc/ of the shared test data (test_data.h).
  * ISLE_GOLDEN_UPDATE=1 rewrites the expected JSON files.
  */
 #include <errno.h>
@@ -22,6 +22,7 @@
 
 #include "isle_agent.h"
 #include "isle_topo.h"
+#include "test_data.h"
 
 #define GOLDEN "tests/golden/discover"
 
@@ -29,12 +30,10 @@ static char xml[512];
 
 static const char *hwloc_xml(const char *name)
 {
-	const char *d = getenv("ISLE_SHARED_DATA");
-	struct stat st;
+	char rel[256];
 
-	snprintf(xml, sizeof(xml), "%s/hwloc/%s",
-		 d && *d ? d : "../shared/data", name);
-	return stat(xml, &st) == 0 ? xml : NULL;
+	snprintf(rel, sizeof(rel), "hwloc/%s", name);
+	return test_data_path(xml, sizeof(xml), rel);
 }
 
 static isle_agent_node *discover(const char *name)

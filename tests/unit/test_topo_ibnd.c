@@ -5,7 +5,7 @@
  * Golden files live in tests/golden/ibnd/: every NAME.out or NAME.net input
  * has either NAME.summary (expected isle_ibnd_summary output) or NAME.err
  * (expected error, with the directory stripped from the path). Real dumps
- * from $ISLE_SHARED_DATA (default ../shared/data) are compared with
+ * from the shared test data (test_data.h) are compared with
  * shared-NAME.summary. ISLE_GOLDEN_UPDATE=1 rewrites the expected files.
  */
 #include <ctype.h>
@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "isle_topo.h"
+#include "test_data.h"
 
 #define GOLDEN "tests/golden/ibnd"
 
@@ -41,13 +42,6 @@ static int setup(void **state)
 	warnings[0] = '\0';
 	isle_topo_set_warn(collect_warning, NULL);
 	return 0;
-}
-
-static const char *shared_dir(void)
-{
-	const char *d = getenv("ISLE_SHARED_DATA");
-
-	return d && *d ? d : "../shared/data";
 }
 
 static int exists(const char *path)
@@ -193,17 +187,21 @@ static isle_ibnd_fabric *parse_shared(const char *file, const char *map,
 	struct isle_ibnd_opts o = {.flags = flags};
 	isle_ibnd_fabric *f = NULL;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(), file);
-	if (!exists(dump))
+	snprintf(m, sizeof(m), "ibnetdiscover/%s", file);
+	if (!test_data_path(dump, sizeof(dump), m))
 		return NULL;
 	if (map) {
-		snprintf(m, sizeof(m), "%s/ibnetdiscover/%s", shared_dir(),
-			 map);
+		snprintf(s, sizeof(s), "ibnetdiscover/%s", map);
+		if (!test_data_path(m, sizeof(m), s))
+			return NULL;
 		o.guid_map = m;
 	}
 	if (spine) {
-		snprintf(s, sizeof(s), "%s/ibnetdiscover/%s", shared_dir(),
-			 spine);
+		char rel[512];
+
+		snprintf(rel, sizeof(rel), "ibnetdiscover/%s", spine);
+		if (!test_data_path(s, sizeof(s), rel))
+			return NULL;
 		o.spine_map = s;
 	}
 	if (isle_ibnd_parse(dump, &o, &f, err, sizeof(err)) != 0)
@@ -278,9 +276,8 @@ static void test_ndr_into_model(void **state)
 	isle_topo *t;
 	int i, hosts_with_4 = 0;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
-		 "topograph-ndr-example.out");
-	if (!exists(dump))
+	if (!test_data_path(dump, sizeof(dump),
+			    "ibnetdiscover/topograph-ndr-example.out"))
 		skip();
 	t = isle_topo_create();
 	assert_non_null(t);
@@ -316,9 +313,8 @@ static void test_bad_dump_real(void **state)
 	char dump[512], err[512] = "";
 	isle_topo *t;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
-		 "topograph-example-bad.out");
-	if (!exists(dump))
+	if (!test_data_path(dump, sizeof(dump),
+			    "ibnetdiscover/topograph-example-bad.out"))
 		skip();
 	t = isle_topo_create();
 	assert_int_equal(isle_ibnd_load(t, dump, NULL, err, sizeof(err)),
@@ -391,14 +387,11 @@ static void test_x5_matches_topology_conf(void **state)
 	isle_topo *t;
 	int checked = 0, i;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
-		 shared_dir());
-	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
-	snprintf(spine, sizeof(spine), "%s/ibnetdiscover/X5.spine",
-		 shared_dir());
-	snprintf(conf, sizeof(conf), "%s/ibnetdiscover/X5.topology.conf",
-		 shared_dir());
-	if (!exists(dump) || !exists(conf))
+	if (!test_data_path(dump, sizeof(dump), "ibnetdiscover/X5.topofile") ||
+	    !test_data_path(map, sizeof(map), "ibnetdiscover/X5.map") ||
+	    !test_data_path(spine, sizeof(spine), "ibnetdiscover/X5.spine") ||
+	    !test_data_path(conf, sizeof(conf),
+			    "ibnetdiscover/X5.topology.conf"))
 		skip();
 	o.guid_map = map;
 	o.spine_map = spine;
@@ -485,10 +478,8 @@ static void test_node_subset(void **state)
 	    -EINVAL);
 	isle_topo_destroy(t);
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
-		 shared_dir());
-	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
-	if (!exists(dump) || !exists(map))
+	if (!test_data_path(dump, sizeof(dump), "ibnetdiscover/X5.topofile") ||
+	    !test_data_path(map, sizeof(map), "ibnetdiscover/X5.map"))
 		skip();
 	t = isle_topo_create();
 	o.guid_map = map;
