@@ -20,12 +20,14 @@ static inline const char *test_data_dir(void)
 
 /* Writes DATA/rel into buf. Returns buf, or NULL after a "SKIP:" line that
  * names the missing file (the caller then skips). */
-static inline const char *test_data_path(char *buf, size_t len,
-					 const char *rel)
+static inline const char *test_data_path(char *buf, size_t len, const char *rel)
 {
 	struct stat st;
+	int n = snprintf(buf, len, "%s/%s", test_data_dir(), rel);
 
-	snprintf(buf, len, "%s/%s", test_data_dir(), rel);
+	if (n < 0 || (size_t)n >= len)
+		fail_msg("test data path too long: %s/%s", test_data_dir(),
+			 rel);
 	if (stat(buf, &st) == 0)
 		return buf;
 	printf("SKIP: test data %s missing (set ISLE_TEST_DATA)\n", buf);
