@@ -40,8 +40,7 @@ static int gcd(int a, int b)
 	return a;
 }
 
-/* --- Results ---------------------------------------------------------------
- */
+/* --- Results ------------------------------------------------------------ */
 
 void isle_place_result_init(struct isle_place_result *r)
 {
@@ -435,8 +434,7 @@ void isle_place_destroy(isle_place_ctx *c)
 	free(c);
 }
 
-/* --- Requests ----------------------------------------------------------------
- */
+/* --- Requests ----------------------------------------------------------- */
 
 static int fail(struct isle_place_result *res, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -552,8 +550,7 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	return 0;
 }
 
-/* --- Capacities ------------------------------------------------------------
- */
+/* --- Capacities --------------------------------------------------------- */
 
 static int is_eligible(const uint64_t *elig, int node)
 {
@@ -632,8 +629,7 @@ static void prepare(isle_place_ctx *c, const uint64_t *free_gpus,
 	}
 }
 
-/* --- Fill --------------------------------------------------------------------
- */
+/* --- Fill --------------------------------------------------------------- */
 
 static int kid_desc(const void *a, const void *b)
 {
@@ -760,8 +756,7 @@ static void fill(isle_place_ctx *c, int v, int need,
 	fill_children(c, v, need, r);
 }
 
-/* --- Candidates ------------------------------------------------------------
- */
+/* --- Candidates --------------------------------------------------------- */
 
 static double frag_penalty(const isle_place_ctx *c)
 {
@@ -1564,8 +1559,7 @@ static void exact_search(isle_place_ctx *c, const struct pnorm *q,
 	}
 }
 
-/* --- Public entry points ---------------------------------------------------
- */
+/* --- Public entry points ------------------------------------------------ */
 
 /*
  * One pass per alignment: GPUs per island in multiples of tp (any TP

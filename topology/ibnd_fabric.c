@@ -191,8 +191,7 @@ static int keymap_find(const struct keymap *m, const struct isle_ibnd_node *n)
 	return -1;
 }
 
-/* --- Classification --------------------------------------------------------
- */
+/* --- Classification ----------------------------------------------------- */
 
 /* Firmware default descriptions start with the chip: "MT4129 ConnectX7 ..." */
 static int is_chip_name(const char *tok, size_t len)
@@ -657,8 +656,7 @@ out:
 	return rc;
 }
 
-/* --- Summary ----------------------------------------------------------------
- */
+/* --- Summary ------------------------------------------------------------ */
 
 /* Distinct switch neighbours of n on one side ("up", "down" or "peer"). */
 static void put_neighbours(FILE *o, const isle_ibnd_fabric *f,

@@ -76,11 +76,6 @@ int isle__bad_name_char(const char *name)
 	return 0;
 }
 
-char *isle__strdup0(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 int isle__grow(void **arr, int *cap, int need, size_t sz)
 {
 	int ncap;

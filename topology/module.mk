@@ -54,8 +54,8 @@ $(HOSTLIST_SLURM_TEST): $(B)/tests/unit/test_topo_hostlist_slurm.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
-# --- ibnetdiscover dumps and node JSON files (topology sources; added by
-# the owner of topology/ibnd_*.c and topology/node_json.c) ---
+# --- ibnetdiscover dumps and node JSON files (topology/ibnd_*.c,
+# topology/node_json.c) ---
 IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o node_json.o)
 ALL_OBJS += $(IBND_OBJS)
 $(B)/libisle_topo.a: $(IBND_OBJS)
