@@ -51,26 +51,6 @@ static isle_agent_node *discover(const char *name)
 	return n;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	long len;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0) {
-		rewind(fp);
-		buf = calloc(1, (size_t)len + 1);
-		if (buf && fread(buf, 1, (size_t)len, fp) != (size_t)len) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(fp);
-	return buf;
-}
-
 /* Node JSON of n, with the input path reduced to its name. */
 static void check_golden(isle_agent_node *n, const char *name)
 {
@@ -90,7 +70,7 @@ static void check_golden(isle_agent_node *n, const char *name)
 		fputs(text, fp);
 		assert_int_equal(fclose(fp), 0);
 	} else {
-		want = slurp(path);
+		want = test_read_file(path);
 		if (!want)
 			fail_msg("missing golden file %s", path);
 		if (strcmp(want, text) != 0)

@@ -51,27 +51,6 @@ static int exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	long n;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0) {
-		rewind(fp);
-		buf = malloc((size_t)n + 1);
-		if (buf) {
-			len = fread(buf, 1, (size_t)n, fp);
-			buf[len] = '\0';
-		}
-	}
-	fclose(fp);
-	return buf;
-}
-
 static void spew(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "w");
@@ -97,7 +76,7 @@ static void check_golden(const char *expected_path, const char *text)
 		spew(expected_path, text);
 		return;
 	}
-	want = slurp(expected_path);
+	want = test_read_file(expected_path);
 	if (!want)
 		fail_msg("missing golden file %s", expected_path);
 	if (strcmp(want, text) != 0) {
@@ -410,7 +389,7 @@ static void test_x5_matches_topology_conf(void **state)
 	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 
-	text = slurp(conf);
+	text = test_read_file(conf);
 	assert_non_null(text);
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -869,7 +848,8 @@ static void test_text_around_dump(void **state)
 /* A dump cut short before the prompt still fails the cable check. */
 static void test_prompt_after_truncated_dump(void **state)
 {
-	char path[256], err[512], *full = slurp(GOLDEN "/prompt-around.out");
+	char path[256], err[512],
+	    *full = test_read_file(GOLDEN "/prompt-around.out");
 	isle_ibnd_fabric *f = NULL;
 	char *cut;
 
