@@ -22,7 +22,9 @@ static const struct isle_tier_param default_tier[ISLE_TIER_COUNT] = {
 };
 
 static const char *const tier_names[ISLE_TIER_COUNT] = {
-    "island", "node", "leaf", "spine", "core",
+    [ISLE_TIER_ISLAND] = "island", [ISLE_TIER_NODE] = "node",
+    [ISLE_TIER_LEAF] = "leaf",	   [ISLE_TIER_SPINE] = "spine",
+    [ISLE_TIER_CORE] = "core",
 };
 
 static const char *const level_names[] = {
