@@ -22,6 +22,10 @@
  *
  * Rates are tc rates ("1gbit", "500mbit"); bandwidths printed are GB/s
  * (bytes), like the plan's bw_gbps.
+ *
+ * A benchmark driver, not part of any library: its subcommands share the
+ * option parsing and result format, so it stays one file of about 900
+ * lines.
  */
 #include <errno.h>
 #include <math.h>

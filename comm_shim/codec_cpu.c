@@ -2,6 +2,11 @@
  * codec_cpu.c - CPU codec kernels: a portable scalar backend and an AVX2+F16C
  * backend, picked at run time. Both produce bit-identical wire data (same
  * rounding: round to nearest even everywhere), which the unit tests check.
+ *
+ * One file of about 1,000 lines on purpose: the two backends share the
+ * inline conversions, the int8 block rules and the top-k selection, and
+ * must round alike; side by side they stay static and inlined, and a
+ * change to one kernel is read next to its twin.
  */
 #include <errno.h>
 #include <float.h>
@@ -529,123 +534,53 @@ static int encode_ef(const struct isle_codec *c, const float *src, size_t n,
 	return rc;
 }
 
-/* ----------------------------------------------------- scalar backend */
+/* ----------------------------------------------------- scalar kernels */
 
-static int scalar_decode_acc(const struct isle_codec *c, const void *src,
-			     size_t n, float *dst, void *stream);
-
-static int scalar_encode(const struct isle_codec *c, const float *src, size_t n,
-			 void *dst, float *residual, void *stream)
+static void fp16_enc_scalar(const float *src, size_t n, uint16_t *h)
 {
-	if (residual)
-		return encode_ef(c, src, n, dst, residual, scalar_encode,
-				 scalar_decode_acc, scan_ge_scalar);
-	switch (c->kind) {
-	case ISLE_CODEC_NONE:
-		memcpy(dst, src, n * sizeof(float));
-		return 0;
-	case ISLE_CODEC_FP16: {
-		uint16_t *h = dst;
+	for (size_t i = 0; i < n; i++)
+		h[i] = f32_to_f16(src[i]);
+}
 
-		for (size_t i = 0; i < n; i++)
-			h[i] = f32_to_f16(src[i]);
-		if (n & 1)
-			h[n] = 0;
-		return 0;
-	}
-	case ISLE_CODEC_BF16: {
-		uint16_t *h = dst;
+static void bf16_enc_scalar(const float *src, size_t n, uint16_t *h)
+{
+	for (size_t i = 0; i < n; i++)
+		h[i] = f32_to_bf16(src[i]);
+}
 
-		for (size_t i = 0; i < n; i++)
-			h[i] = f32_to_bf16(src[i]);
-		if (n & 1)
-			h[n] = 0;
-		return 0;
-	}
-	case ISLE_CODEC_INT8: {
-		size_t nb = nblocks(c, n);
-		float *scales = dst;
-		int8_t *q = (int8_t *)(scales + nb);
+static void fp16_dec_scalar(const uint16_t *h, size_t n, float *dst, int acc)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = f16_to_f32(h[i]);
 
-		for (size_t b = 0; b < nb; b++) {
-			size_t off = b * c->block;
-			size_t len = n - off < c->block ? n - off : c->block;
-
-			int8_block_scalar(src + off, len, &scales[b], q + off);
-		}
-		memset(q + n, 0, ((n + 3) & ~(size_t)3) - n);
-		return 0;
-	}
-	case ISLE_CODEC_TOPK:
-		/* No add: topk_encode only reads v. */
-		return topk_encode(c, (float *)src, NULL, n, dst,
-				   scan_ge_scalar);
-	default:
-		return -EINVAL;
+		dst[i] = acc ? dst[i] + v : v;
 	}
 }
 
-static int scalar_dec(const struct isle_codec *c, const void *src, size_t n,
-		      float *dst, int acc)
+static void bf16_dec_scalar(const uint16_t *h, size_t n, float *dst, int acc)
 {
-	switch (c->kind) {
-	case ISLE_CODEC_NONE:
-		if (acc)
-			add_f32_scalar(dst, src, n);
-		else
-			memcpy(dst, src, n * sizeof(float));
-		return 0;
-	case ISLE_CODEC_FP16:
-	case ISLE_CODEC_BF16: {
-		const uint16_t *h = src;
-		int f16 = c->kind == ISLE_CODEC_FP16;
+	for (size_t i = 0; i < n; i++) {
+		float v = bf16_to_f32(h[i]);
 
-		for (size_t i = 0; i < n; i++) {
-			float v = f16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
-
-			dst[i] = acc ? dst[i] + v : v;
-		}
-		return 0;
-	}
-	case ISLE_CODEC_INT8: {
-		size_t nb = nblocks(c, n);
-		const float *scales = src;
-		const int8_t *q = (const int8_t *)(scales + nb);
-
-		for (size_t i = 0; i < n; i++) {
-			float s = scales[i / c->block];
-			float v = signbit(s) ? int8_special_value(q[i], s)
-					     : (float)q[i] * s;
-
-			dst[i] = acc ? dst[i] + v : v;
-		}
-		return 0;
-	}
-	case ISLE_CODEC_TOPK:
-		return topk_decode(c, src, n, dst, acc);
-	default:
-		return -EINVAL;
+		dst[i] = acc ? dst[i] + v : v;
 	}
 }
 
-static int scalar_decode(const struct isle_codec *c, const void *src, size_t n,
-			 float *dst, void *stream)
+static void int8_dec_scalar(const struct isle_codec *c, const void *src,
+			    size_t n, float *dst, int acc)
 {
-	return scalar_dec(c, src, n, dst, 0);
-}
+	size_t nb = nblocks(c, n);
+	const float *scales = src;
+	const int8_t *q = (const int8_t *)(scales + nb);
 
-static int scalar_decode_acc(const struct isle_codec *c, const void *src,
-			     size_t n, float *dst, void *stream)
-{
-	return scalar_dec(c, src, n, dst, 1);
-}
+	for (size_t i = 0; i < n; i++) {
+		float s = scales[i / c->block];
+		float v =
+		    signbit(s) ? int8_special_value(q[i], s) : (float)q[i] * s;
 
-static const struct isle_codec_ops scalar_ops = {
-    .name = "scalar",
-    .encode = scalar_encode,
-    .decode = scalar_decode,
-    .decode_acc = scalar_decode_acc,
-};
+		dst[i] = acc ? dst[i] + v : v;
+	}
+}
 
 /* ------------------------------------------------------- AVX2 backend */
 
@@ -901,23 +836,46 @@ AVX2 static void add_f32_avx2(float *dst, const float *src, size_t n)
 		dst[i] += src[i];
 }
 
-static int avx2_decode_acc(const struct isle_codec *c, const void *src,
-			   size_t n, float *dst, void *stream);
+/* ------------------------------------------------------------ dispatch */
 
-static int avx2_encode(const struct isle_codec *c, const float *src, size_t n,
-		       void *dst, float *residual, void *stream)
+/*
+ * The kernels of one backend. cpu_encode() and cpu_dec() are the one
+ * dispatch over codec kinds; each backend's entry points inline them with
+ * its own constant table, so the kernel calls stay direct.
+ */
+struct kernels {
+	void (*fp16_enc)(const float *src, size_t n, uint16_t *h);
+	void (*bf16_enc)(const float *src, size_t n, uint16_t *h);
+	void (*fp16_dec)(const uint16_t *h, size_t n, float *dst, int acc);
+	void (*bf16_dec)(const uint16_t *h, size_t n, float *dst, int acc);
+	void (*int8_block)(const float *x, size_t n, float *scale, int8_t *q);
+	void (*int8_dec)(const struct isle_codec *c, const void *src, size_t n,
+			 float *dst, int acc);
+	void (*add_f32)(float *dst, const float *src, size_t n);
+	scan_fn scan;
+	/* the backend's own entry points, for error feedback */
+	enc_fn encode;
+	dec_fn decode_acc;
+};
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE int cpu_encode(const struct kernels *k, const struct isle_codec *c,
+		      const float *src, size_t n, void *dst, float *residual)
 {
 	if (residual)
-		return encode_ef(c, src, n, dst, residual, avx2_encode,
-				 avx2_decode_acc, scan_ge_avx2);
+		return encode_ef(c, src, n, dst, residual, k->encode,
+				 k->decode_acc, k->scan);
 	switch (c->kind) {
-	case ISLE_CODEC_FP16:
-		fp16_enc_avx2(src, n, dst);
-		if (n & 1)
-			((uint16_t *)dst)[n] = 0;
+	case ISLE_CODEC_NONE:
+		memcpy(dst, src, n * sizeof(float));
 		return 0;
+	case ISLE_CODEC_FP16:
 	case ISLE_CODEC_BF16:
-		bf16_enc_avx2(src, n, dst);
+		if (c->kind == ISLE_CODEC_FP16)
+			k->fp16_enc(src, n, dst);
+		else
+			k->bf16_enc(src, n, dst);
 		if (n & 1)
 			((uint16_t *)dst)[n] = 0;
 		return 0;
@@ -930,52 +888,124 @@ static int avx2_encode(const struct isle_codec *c, const float *src, size_t n,
 			size_t off = b * c->block;
 			size_t len = n - off < c->block ? n - off : c->block;
 
-			int8_block_avx2(src + off, len, &scales[b], q + off);
+			k->int8_block(src + off, len, &scales[b], q + off);
 		}
 		memset(q + n, 0, ((n + 3) & ~(size_t)3) - n);
 		return 0;
 	}
 	case ISLE_CODEC_TOPK:
-		return topk_encode(c, (float *)src, NULL, n, dst, scan_ge_avx2);
+		/* No add: topk_encode only reads v. */
+		return topk_encode(c, (float *)src, NULL, n, dst, k->scan);
 	default:
-		return scalar_encode(c, src, n, dst, NULL, stream);
+		return -EINVAL;
 	}
 }
 
-static int avx2_dec(const struct isle_codec *c, const void *src, size_t n,
-		    float *dst, int acc)
+INLINE int cpu_dec(const struct kernels *k, const struct isle_codec *c,
+		   const void *src, size_t n, float *dst, int acc)
 {
 	switch (c->kind) {
 	case ISLE_CODEC_NONE:
-		if (!acc)
-			break;
-		add_f32_avx2(dst, src, n);
+		if (acc)
+			k->add_f32(dst, src, n);
+		else
+			memcpy(dst, src, n * sizeof(float));
 		return 0;
 	case ISLE_CODEC_FP16:
-		fp16_dec_avx2(src, n, dst, acc);
+		k->fp16_dec(src, n, dst, acc);
 		return 0;
 	case ISLE_CODEC_BF16:
-		bf16_dec_avx2(src, n, dst, acc);
+		k->bf16_dec(src, n, dst, acc);
 		return 0;
 	case ISLE_CODEC_INT8:
-		int8_dec_avx2(c, src, n, dst, acc);
+		k->int8_dec(c, src, n, dst, acc);
 		return 0;
+	case ISLE_CODEC_TOPK:
+		return topk_decode(c, src, n, dst, acc);
 	default:
-		break;
+		return -EINVAL;
 	}
-	return scalar_dec(c, src, n, dst, acc);
+}
+
+/* The two backends: a kernel table and the isle_codec_ops entry points. */
+
+static int scalar_encode(const struct isle_codec *c, const float *src, size_t n,
+			 void *dst, float *residual, void *stream);
+static int scalar_decode_acc(const struct isle_codec *c, const void *src,
+			     size_t n, float *dst, void *stream);
+
+static const struct kernels scalar_kernels = {
+    .fp16_enc = fp16_enc_scalar,
+    .bf16_enc = bf16_enc_scalar,
+    .fp16_dec = fp16_dec_scalar,
+    .bf16_dec = bf16_dec_scalar,
+    .int8_block = int8_block_scalar,
+    .int8_dec = int8_dec_scalar,
+    .add_f32 = add_f32_scalar,
+    .scan = scan_ge_scalar,
+    .encode = scalar_encode,
+    .decode_acc = scalar_decode_acc,
+};
+
+static int scalar_encode(const struct isle_codec *c, const float *src, size_t n,
+			 void *dst, float *residual, void *stream)
+{
+	return cpu_encode(&scalar_kernels, c, src, n, dst, residual);
+}
+
+static int scalar_decode(const struct isle_codec *c, const void *src, size_t n,
+			 float *dst, void *stream)
+{
+	return cpu_dec(&scalar_kernels, c, src, n, dst, 0);
+}
+
+static int scalar_decode_acc(const struct isle_codec *c, const void *src,
+			     size_t n, float *dst, void *stream)
+{
+	return cpu_dec(&scalar_kernels, c, src, n, dst, 1);
+}
+
+static const struct isle_codec_ops scalar_ops = {
+    .name = "scalar",
+    .encode = scalar_encode,
+    .decode = scalar_decode,
+    .decode_acc = scalar_decode_acc,
+};
+
+static int avx2_encode(const struct isle_codec *c, const float *src, size_t n,
+		       void *dst, float *residual, void *stream);
+static int avx2_decode_acc(const struct isle_codec *c, const void *src,
+			   size_t n, float *dst, void *stream);
+
+static const struct kernels avx2_kernels = {
+    .fp16_enc = fp16_enc_avx2,
+    .bf16_enc = bf16_enc_avx2,
+    .fp16_dec = fp16_dec_avx2,
+    .bf16_dec = bf16_dec_avx2,
+    .int8_block = int8_block_avx2,
+    .int8_dec = int8_dec_avx2,
+    .add_f32 = add_f32_avx2,
+    .scan = scan_ge_avx2,
+    .encode = avx2_encode,
+    .decode_acc = avx2_decode_acc,
+};
+
+static int avx2_encode(const struct isle_codec *c, const float *src, size_t n,
+		       void *dst, float *residual, void *stream)
+{
+	return cpu_encode(&avx2_kernels, c, src, n, dst, residual);
 }
 
 static int avx2_decode(const struct isle_codec *c, const void *src, size_t n,
 		       float *dst, void *stream)
 {
-	return avx2_dec(c, src, n, dst, 0);
+	return cpu_dec(&avx2_kernels, c, src, n, dst, 0);
 }
 
 static int avx2_decode_acc(const struct isle_codec *c, const void *src,
 			   size_t n, float *dst, void *stream)
 {
-	return avx2_dec(c, src, n, dst, 1);
+	return cpu_dec(&avx2_kernels, c, src, n, dst, 1);
 }
 
 static const struct isle_codec_ops avx2_ops = {

@@ -20,6 +20,10 @@
  *
  * Grouping: level 0 of the plan (ISLE_PLAN) when the communicator has the
  * plan's size, otherwise the host name. Settings: docs/gpu.md.
+ *
+ * The whole backend is this one file (a little over 800 lines): it is the
+ * only source of libisle_nccl.so, and its per-communicator state and the
+ * resolved NCCL entry points are file-static by design.
  */
 #include <dlfcn.h>
 #include <errno.h>

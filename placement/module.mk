@@ -1,7 +1,8 @@
 # placement module: the placement engine (libisle_place.a), islesim, the
 # unit tests and the bench-placement benchmark.
 
-PLACE_SRCS := placement/engine.c placement/cost.c placement/util.c
+PLACE_SRCS := placement/engine.c placement/tree.c placement/fill.c \
+	      placement/exact.c placement/cost.c placement/util.c
 PLACE_OBJS := $(PLACE_SRCS:%.c=$(B)/%.o)
 LIBS_A     += $(B)/libisle_place.a
 ALL_OBJS   += $(PLACE_OBJS)

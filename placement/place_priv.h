@@ -97,7 +97,7 @@ struct isle_place_ctx {
 	int *
 	    subparts; /* DP stages: sub-parts per vertex (valid when stamped) */
 
-	/* Exact search (engine.c, exact_*): per vertex a signature of the
+	/* Exact search (exact.c): per vertex a signature of the
 	 * free GPUs below it (isomorphic subtrees are equal), the previous
 	 * sibling with the same signature (-1) and the ranks placed below it.
 	 */
@@ -163,5 +163,54 @@ double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
 /* Tier between two GPUs, from the context's lookup tables. */
 isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
 			   int gb);
+
+/* Nodes: on clusters up to this size every scope is searched and small
+ * jobs get the exact search. */
+#define SMALL_CLUSTER 64
+#define MEMO_SIZE 1024 /* entries of the ideal-cost memo */
+
+static inline int isle__place_popc(uint64_t m)
+{
+	return __builtin_popcountll(m);
+}
+
+static inline int isle__place_gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* tree.c: empties r but keeps its arrays; copies src into dst's arrays. */
+void isle__place_result_clear(struct isle_place_result *r);
+int isle__place_result_copy(struct isle_place_result *dst,
+			    const struct isle_place_result *src);
+
+/* fill.c: capacities of every vertex for one pass of q (free_gpus and elig
+ * as in isle_place()); the scope search of that pass, keeping the best
+ * candidate in c->best (*have_best set once there is one). */
+void isle__place_prepare(isle_place_ctx *c, const uint64_t *free_gpus,
+			 const uint64_t *elig, const struct pnorm *q);
+int isle__place_search(isle_place_ctx *c, const struct pnorm *q,
+		       int *have_best);
+
+/* fill.c: fills r->nodes/masks from r->ranks and the span statistics; 1 if
+ * a beats b (both feasible); logs a candidate for explain. */
+void isle__place_finish(isle_place_ctx *c, const struct pnorm *q,
+			struct isle_place_result *r);
+int isle__place_better(const isle_place_ctx *c,
+		       const struct isle_place_result *a,
+		       const struct isle_place_result *b);
+void isle__place_record(isle_place_ctx *c, int scope_v, int feasible, int best,
+			const struct isle_place_result *r, const char *note);
+
+/* exact.c: the branch and bound for small jobs over the units prepared
+ * last, seeded with c->best. */
+void isle__place_exact_search(isle_place_ctx *c, const struct pnorm *q,
+			      int *have_best);
 
 #endif /* ISLE_PLACE_PRIV_H */

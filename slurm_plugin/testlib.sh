@@ -11,17 +11,21 @@
 #       with one line per GPU with Cores= (without it slurmctld keeps no
 #       per-GPU topology and picks GPUs by count only) and, unless nolinks,
 #       Links= (Slurm's own NVLink-aware pick).
+#   isle_pt_leaf FILE NAME NODES GPUS [EXTRA]   a cluster file: nodes
+#       n01..NODES in rack r0, GPUS GPUs and one NIC on the one leaf switch
+#       each; EXTRA (e.g. '"nvlink_all": 4,') goes into every node.
 #   isle_pt_plugstack DIR [ARGS]          DIR/plugstack.conf loading
 #       build/slurm/spank_isle.so with ARGS.
 #   isle_pt_job_nodes JOBID               the job's nodes, one per line.
-#   isle_pt_gres_idx JOBID                "node idxlist" per node (scontrol -d).
-#   isle_pt_expand LIST                   "0-2,5" -> "0 1 2 5"
 #   isle_pt_require_plugins               exit 77 unless both .so are built.
 #   isle_pt_setup [LOGLINES]              a test's preamble: isle_cluster_require
 #       (tests/cluster/cluster.sh, sourced first) and isle_pt_require_plugins;
 #       defines fail MSG (prints "FAIL: MSG" and the last LOGLINES (40) lines
 #       of the cluster logs, exits 1) and wait_for SECONDS CMD... (polls CMD
 #       every 0.5 s until it succeeds; returns 1 after SECONDS).
+#   isle_pt_submit_tool DIR               builds DIR/isle_submit
+#       (tests/integration/isle_submit.c: raw job submissions through
+#       libslurm) against the Slurm under test.
 #   isle_pt_topo [NAME]                   scontrol show topology, only the
 #       records named NAME or holding node NAME (24.11: `show topology NAME`;
 #       26.05 reads a bare NAME as a topology.yaml name: `node=NAME`).
@@ -172,33 +176,6 @@ isle_pt_job_nodes() {
 	[ -n "$nl" ] && [ "$nl" != "(null)" ] && scontrol show hostnames "$nl"
 }
 
-isle_pt_gres_idx() {
-	scontrol -d show job "$1" | awk '
-		/^[[:space:]]+Nodes=/ {
-			node = ""; idx = ""
-			for (i = 1; i <= NF; i++) {
-				if ($i ~ /^Nodes=/) node = substr($i, 7)
-				if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
-					idx = substr($i, RSTART + 4, RLENGTH - 4)
-			}
-			if (node != "") print node, idx
-		}'
-}
-
-isle_pt_expand() {
-	local part parts out=() a b i
-	IFS=, read -r -a parts <<<"$1"
-	for part in "${parts[@]}"; do
-		if [[ $part == *-* ]]; then
-			a=${part%-*} b=${part#*-}
-			for ((i = a; i <= b; i++)); do out+=("$i"); done
-		else
-			out+=("$part")
-		fi
-	done
-	echo "${out[*]}"
-}
-
 # isle_pt_wait_state JOBID STATE TIMEOUT: wait until the job is in STATE.
 isle_pt_wait_state() {
 	local j=$1 want=$2 t=${3:-60} s
@@ -208,4 +185,29 @@ isle_pt_wait_state() {
 		sleep 0.25
 	done
 	return 1
+}
+
+isle_pt_submit_tool() {
+	local prefix=${ISLE_SLURM_PREFIX:-/opt/isle/slurm-24.11.5} resp_id=step_id.job_id
+	# The job id of a submit response: resp->job_id on 24.11,
+	# resp->step_id.job_id from 26.05 on.
+	grep -q "^	uint32_t job_id;.*" \
+		<(sed -n '/^typedef struct submit_response_msg {/,/^}/p' "$prefix/include/slurm/slurm.h") &&
+		resp_id=job_id
+	cc -O1 -DISLE_SUBMIT_JOB_ID="$resp_id" -o "$1/isle_submit" \
+		"$ISLE_PT_REPO/tests/integration/isle_submit.c" \
+		-I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lslurm
+}
+
+isle_pt_leaf() {
+	local file=$1 name=$2 nodes=$3 gpus=$4 extra=${5:-} i sep=""
+	{
+		printf '{"version": 1, "name": "%s",\n "nodes": [' "$name"
+		for ((i = 1; i <= nodes; i++)); do
+			printf '%s\n  {"name": "%s", "rack": "r0", "gpus": %d, %s\n   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]}' \
+				"$sep" "$(isle__pt_name "$i")" "$gpus" "$extra"
+			sep=,
+		done
+		printf '\n ],\n "switches": [{"name": "leaf0", "level": "leaf"}]}\n'
+	}>"$file"
 }

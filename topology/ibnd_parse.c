@@ -1,5 +1,6 @@
 /*
- * ibnd_parse.c - reads `ibnetdiscover` text dumps (plain and -f output).
+ * ibnd_parse.c - reads `ibnetdiscover` text dumps (plain and -f output);
+ * isle_ibnd_parse() then has ibnd_fabric.c classify the nodes.
  *
  * The dump is a list of node sections:
  *
@@ -688,4 +689,47 @@ void isle_ibnd_fabric_destroy(isle_ibnd_fabric *f)
 int isle_ibnd_find(const isle_ibnd_fabric *f, const char *id)
 {
 	return f ? isle__index_get(f->id_idx, id) : -1;
+}
+
+int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
+		    isle_ibnd_fabric **out, char *err, size_t errlen)
+{
+	struct isle_ibnd_opts none = {0};
+	struct isle__ibnd_keymap map = {0}, spines = {0};
+	isle_ibnd_fabric *f = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!opts)
+		opts = &none;
+	if (!dump_path)
+		return isle__err(-EINVAL, err, errlen, "no dump file given");
+	if (opts->guid_map) {
+		rc = isle__ibnd_keymap_read(&map, opts->guid_map, 1, err,
+					    errlen);
+		if (rc < 0)
+			goto out;
+	}
+	if (opts->spine_map) {
+		rc = isle__ibnd_keymap_read(&spines, opts->spine_map, 0, err,
+					    errlen);
+		if (rc < 0)
+			goto out;
+	}
+	rc = isle__ibnd_read(dump_path, &f, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = isle__ibnd_classify(f, &map, &spines, opts->flags);
+	if (rc < 0) {
+		isle__err(rc, err, errlen, "%s: out of memory", dump_path);
+		goto out;
+	}
+	isle__ibnd_report_anonymous(f);
+	*out = f;
+	f = NULL;
+out:
+	isle_ibnd_fabric_destroy(f);
+	isle__ibnd_keymap_free(&map);
+	isle__ibnd_keymap_free(&spines);
+	return rc;
 }

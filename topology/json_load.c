@@ -1,11 +1,15 @@
 /*
- * json_load.c - reads cluster files (docs/cluster-file.md): plain JSON with
- * a one-pass arena parser, anything else with json-c.
+ * json_load.c - reads cluster files (docs/cluster-file.md) from the JSON
+ * tree of json_fast.c (plain JSON in one pass, anything else with json-c).
  *
  * Every value is type- and range-checked and every name reference resolved;
  * a problem stops the load with "file: $.json.path: reason". One walker
  * serves both a full load (into an empty model) and a merge of overrides
  * into a model built from other sources: objects are matched by name.
+ *
+ * About 1,100 lines in one file: every section reader uses the same two
+ * dozen static typed-member helpers and the walker state (struct jl), which
+ * would otherwise all become cross-file internals.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,8 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <json-c/json.h>
-
+#include "json_fast.h"
 #include "topo_priv.h"
 
 struct jl {
@@ -32,446 +35,6 @@ struct jl {
 	/* Rack given to each node by this file (-1: none yet). */
 	int *rack_of, nrack_of, cap_rack_of;
 };
-
-/* --- A small read-only JSON tree ------------------------------------------
- *
- * A cluster file of 10,000 nodes is about a million JSON values; json-c
- * gives each its own malloc (objects a hash table too) and frees them one
- * by one, which made that most of the load time. The loader only reads the
- * tree, so it is parsed here into one arena: strings decoded in place in a
- * copy of the text, values in blocks, freed at once. Only plain JSON takes
- * this path; anything else (comments, \u escapes, duplicate keys, huge or
- * odd numbers, syntax errors) goes through json-c as before and its tree is
- * copied, so what is accepted and every error message stay json-c's.
- */
-enum jv_type { JV_NULL, JV_BOOL, JV_INT, JV_DBL, JV_STR, JV_ARR, JV_OBJ };
-
-struct jv {
-	enum jv_type type;
-	unsigned n;	 /* members, items or string length */
-	const char *key; /* member name inside an object */
-	union {
-		int64_t i;
-		double d;
-		const char *s;
-		struct jv *kids;
-	} u;
-};
-
-struct jv_block {
-	struct jv_block *next;
-	size_t used, cap;
-	max_align_t data[];
-};
-
-struct jv_doc {
-	struct jv_block *blocks;
-	char *text;		/* decoded copy (fast path) */
-	struct json_object *jc; /* json-c tree (fallback) */
-	struct jv *stack;	/* siblings being parsed */
-	size_t nstack, capstack;
-	struct jv root;
-};
-
-static void *jv_alloc(struct jv_doc *d, size_t size)
-{
-	struct jv_block *b = d->blocks;
-
-	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-	if (!b || b->cap - b->used < size) {
-		size_t cap = size > (1u << 20) ? size : (1u << 20);
-
-		b = malloc(sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->cap = cap;
-		b->next = d->blocks;
-		d->blocks = b;
-	}
-	b->used += size;
-	return (char *)b->data + b->used - size;
-}
-
-static void jv_doc_free(struct jv_doc *d)
-{
-	while (d->blocks) {
-		struct jv_block *b = d->blocks;
-
-		d->blocks = b->next;
-		free(b);
-	}
-	free(d->text);
-	free(d->stack);
-	json_object_put(d->jc);
-	memset(d, 0, sizeof(*d));
-}
-
-/* 1: not plain JSON (use json-c), -ENOMEM. */
-static int jv_value(struct jv_doc *d, char **pp, struct jv *out, int depth);
-
-static void jv_ws(char **pp)
-{
-	char *p = *pp;
-
-	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-		p++;
-	*pp = p;
-}
-
-/* Decodes the string at *pp (after the quote) in place. */
-static int jv_string(char **pp, const char **s, unsigned *len)
-{
-	char *p = *pp, *w;
-
-	*s = p;
-	while (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-		p++;
-	w = p;
-	for (;;) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return 1;
-		if (c == '\\') {
-			switch (p[1]) {
-			case '"':
-				c = '"';
-				break;
-			case '\\':
-				c = '\\';
-				break;
-			case '/':
-				c = '/';
-				break;
-			case 'b':
-				c = '\b';
-				break;
-			case 'f':
-				c = '\f';
-				break;
-			case 'n':
-				c = '\n';
-				break;
-			case 'r':
-				c = '\r';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			default:
-				return 1; /* \u and bad escapes: json-c */
-			}
-			p++;
-		}
-		*w++ = (char)c;
-		p++;
-	}
-	*w = '\0';
-	*len = (unsigned)(w - *s);
-	*pp = p + 1;
-	return 0;
-}
-
-static int jv_number(char **pp, struct jv *out)
-{
-	char *p = *pp, *start = p, *end;
-	int digits = 0, dbl = 0;
-
-	if (*p == '-')
-		p++;
-	if (*p == '0' && p[1] >= '0' && p[1] <= '9')
-		return 1;
-	while (*p >= '0' && *p <= '9')
-		p++, digits++;
-	if (!digits)
-		return 1;
-	if (*p == '.') {
-		dbl = 1;
-		p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return 1;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'e' || *p == 'E') {
-		dbl = 1;
-		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return 1;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (!dbl) {
-		int64_t x = 0;
-
-		/* "-0" and numbers near the int64 limits: json-c decides. */
-		if (digits > 18 || (start[0] == '-' && start[1] == '0'))
-			return 1;
-		for (char *q = start[0] == '-' ? start + 1 : start; q < p; q++)
-			x = x * 10 + (*q - '0');
-		out->type = JV_INT;
-		out->u.i = start[0] == '-' ? -x : x;
-	} else {
-		char c = *p;
-
-		*p = '\0';
-		errno = 0;
-		out->u.d = strtod(start, &end);
-		*p = c;
-		if (end != p || errno)
-			return 1;
-		out->type = JV_DBL;
-	}
-	*pp = p;
-	return 0;
-}
-
-static int jv_push(struct jv_doc *d, const struct jv *v)
-{
-	if (d->nstack == d->capstack) {
-		size_t cap = d->capstack ? d->capstack * 2 : 1024;
-		struct jv *s = realloc(d->stack, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		d->stack = s;
-		d->capstack = cap;
-	}
-	d->stack[d->nstack++] = *v;
-	return 0;
-}
-
-/* Moves the top n stack entries into the arena as out's children. */
-static int jv_pop_kids(struct jv_doc *d, size_t base, struct jv *out)
-{
-	size_t n = d->nstack - base;
-
-	out->n = (unsigned)n;
-	out->u.kids = NULL;
-	if (n) {
-		out->u.kids = jv_alloc(d, n * sizeof(struct jv));
-		if (!out->u.kids)
-			return -ENOMEM;
-		memcpy(out->u.kids, d->stack + base, n * sizeof(struct jv));
-	}
-	d->nstack = base;
-	return 0;
-}
-
-static int jv_value(struct jv_doc *d, char **pp, struct jv *out, int depth)
-{
-	char *p;
-	size_t base = d->nstack;
-	int rc;
-
-	jv_ws(pp);
-	p = *pp;
-	out->key = NULL;
-	switch (*p) {
-	case '{':
-	case '[': {
-		int obj = *p == '{';
-
-		if (depth >= 30)
-			return 1; /* json-c's nesting limit is 32 */
-		out->type = obj ? JV_OBJ : JV_ARR;
-		p++;
-		jv_ws(&p);
-		if (*p == (obj ? '}' : ']')) {
-			p++;
-		} else {
-			for (;;) {
-				struct jv kid;
-				const char *key = NULL;
-				unsigned klen;
-
-				if (obj) {
-					jv_ws(&p);
-					if (*p != '"')
-						return 1;
-					p++;
-					if (jv_string(&p, &key, &klen))
-						return 1;
-					/* Duplicate keys: json-c's rules. */
-					for (size_t k = base; k < d->nstack;
-					     k++)
-						if (d->stack[k].key[0] ==
-							key[0] &&
-						    !strcmp(d->stack[k].key,
-							    key))
-							return 1;
-					jv_ws(&p);
-					if (*p++ != ':')
-						return 1;
-				}
-				rc = jv_value(d, &p, &kid, depth + 1);
-				if (rc)
-					return rc;
-				kid.key = key;
-				if (jv_push(d, &kid))
-					return -ENOMEM;
-				jv_ws(&p);
-				if (*p == ',') {
-					p++;
-					continue;
-				}
-				if (*p++ != (obj ? '}' : ']'))
-					return 1;
-				break;
-			}
-		}
-		rc = jv_pop_kids(d, base, out);
-		if (rc)
-			return rc;
-		break;
-	}
-	case '"':
-		p++;
-		out->type = JV_STR;
-		if (jv_string(&p, &out->u.s, &out->n))
-			return 1;
-		break;
-	case 't':
-	case 'f':
-	case 'n':
-		if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4)) {
-			out->type = *p == 't' ? JV_BOOL : JV_NULL;
-			out->u.i = 1;
-			p += 4;
-		} else if (!strncmp(p, "false", 5)) {
-			out->type = JV_BOOL;
-			out->u.i = 0;
-			p += 5;
-		} else {
-			return 1;
-		}
-		/* "nullx", "true1": json-c's errors. */
-		if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
-			return 1;
-		break;
-	default:
-		if (*p == '-' || (*p >= '0' && *p <= '9')) {
-			if (jv_number(&p, out))
-				return 1;
-			break;
-		}
-		return 1;
-	}
-	*pp = p;
-	return 0;
-}
-
-/* Copies a json-c tree (strings borrowed from it). */
-static int jv_from_jc(struct jv_doc *d, struct json_object *o, struct jv *out)
-{
-	memset(out, 0, sizeof(*out));
-	switch (json_object_get_type(o)) {
-	case json_type_null:
-		out->type = JV_NULL;
-		return 0;
-	case json_type_boolean:
-		out->type = JV_BOOL;
-		out->u.i = json_object_get_boolean(o);
-		return 0;
-	case json_type_int:
-		out->type = JV_INT;
-		out->u.i = json_object_get_int64(o);
-		return 0;
-	case json_type_double:
-		out->type = JV_DBL;
-		out->u.d = json_object_get_double(o);
-		return 0;
-	case json_type_string:
-		out->type = JV_STR;
-		out->u.s = json_object_get_string(o);
-		out->n = (unsigned)strlen(out->u.s);
-		return 0;
-	case json_type_array:
-		out->type = JV_ARR;
-		out->n = (unsigned)json_object_array_length(o);
-		out->u.kids = jv_alloc(d, (out->n + 1) * sizeof(struct jv));
-		if (!out->u.kids)
-			return -ENOMEM;
-		for (unsigned i = 0; i < out->n; i++)
-			if (jv_from_jc(d, json_object_array_get_idx(o, i),
-				       &out->u.kids[i]))
-				return -ENOMEM;
-		return 0;
-	case json_type_object:
-		out->type = JV_OBJ;
-		out->n = (unsigned)json_object_object_length(o);
-		out->u.kids = jv_alloc(d, (out->n + 1) * sizeof(struct jv));
-		if (!out->u.kids)
-			return -ENOMEM;
-		{
-			unsigned i = 0;
-
-			json_object_object_foreach(o, key, val)
-			{
-				if (jv_from_jc(d, val, &out->u.kids[i]))
-					return -ENOMEM;
-				out->u.kids[i++].key = key;
-			}
-		}
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/* The json-c API the loader uses, on struct jv; JSON null reads as NULL. */
-static struct jv *jv_or_null(struct jv *v)
-{
-	return v && v->type != JV_NULL ? v : NULL;
-}
-
-static int jv_get_ex(struct jv *obj, const char *key, struct jv **out)
-{
-	*out = NULL;
-	if (!obj || obj->type != JV_OBJ)
-		return 0;
-	for (unsigned i = 0; i < obj->n; i++)
-		if (obj->u.kids[i].key[0] == key[0] &&
-		    !strcmp(obj->u.kids[i].key, key)) {
-			*out = jv_or_null(&obj->u.kids[i]);
-			return 1;
-		}
-	return 0;
-}
-
-static int jv_is(const struct jv *v, enum jv_type t)
-{
-	return v ? v->type == t : t == JV_NULL;
-}
-
-static int64_t jv_int64(const struct jv *v)
-{
-	return v->type == JV_INT ? v->u.i : (int64_t)v->u.d;
-}
-
-static double jv_double(const struct jv *v)
-{
-	return v->type == JV_INT ? (double)v->u.i : v->u.d;
-}
-
-static const char *jv_str(const struct jv *v)
-{
-	return v->type == JV_STR ? v->u.s : "";
-}
-
-static size_t jv_len(const struct jv *v)
-{
-	return v && v->type == JV_ARR ? v->n : 0;
-}
-
-static struct jv *jv_idx(struct jv *v, size_t i)
-{
-	return jv_or_null(&v->u.kids[i]);
-}
 
 /* --- JSON paths and errors ----------------------------------------------- */
 
@@ -1431,83 +994,6 @@ out:
 	free(j->rack_of);
 	return rc;
 }
-
-/* Parses buf; on a syntax error names line and column. */
-static int parse(const char *buf, const char *name, struct json_object **out,
-		 char *err, size_t errlen)
-{
-	struct json_tokener *tok = json_tokener_new();
-	size_t len = strlen(buf), end;
-	enum json_tokener_error e;
-	int line = 1, col = 1;
-
-	*out = NULL;
-	if (!tok)
-		return isle__err(-ENOMEM, err, errlen, "out of memory");
-	*out = json_tokener_parse_ex(tok, buf, (int)len);
-	e = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (e == json_tokener_success) {
-		while (end < len && isspace((unsigned char)buf[end]))
-			end++;
-		if (end == len)
-			return 0;
-		json_object_put(*out);
-		*out = NULL;
-	}
-	for (size_t i = 0; i < end && i < len; i++) {
-		col++;
-		if (buf[i] == '\n') {
-			line++;
-			col = 1;
-		}
-	}
-	json_object_put(*out);
-	*out = NULL;
-	return isle__err(-EINVAL, err, errlen,
-			 "%s:%d:%d: JSON syntax error: %s", name, line, col,
-			 e == json_tokener_success ? "trailing data"
-			 : e == json_tokener_continue
-			     ? "unexpected end of file"
-			     : json_tokener_error_desc(e));
-}
-
-/*
- * Parses buf into d (jv_doc_free frees it): plain JSON in one pass, anything
- * else through json-c (parse above) for its rules and messages.
- */
-static int jv_parse(const char *buf, const char *name, struct jv_doc *d,
-		    char *err, size_t errlen)
-{
-	size_t len = strlen(buf);
-	char *p;
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	d->text = malloc(len + 1);
-	if (!d->text)
-		return isle__err(-ENOMEM, err, errlen, "out of memory");
-	memcpy(d->text, buf, len + 1);
-	p = d->text;
-	rc = jv_value(d, &p, &d->root, 0);
-	if (!rc) {
-		jv_ws(&p);
-		if (!*p)
-			return 0;
-		rc = 1;
-	}
-	jv_doc_free(d);
-	if (rc < 0)
-		return isle__err(rc, err, errlen, "out of memory");
-	rc = parse(buf, name, &d->jc, err, errlen);
-	if (!rc && jv_from_jc(d, d->jc, &d->root))
-		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
-	if (rc)
-		jv_doc_free(d);
-	return rc;
-}
-
 int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 		       char *err, size_t errlen)
 {
@@ -1520,7 +1006,7 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 	*out = NULL;
 	if (!buf)
 		return isle__err(-EINVAL, err, errlen, "%s: no data", j.file);
-	rc = jv_parse(buf, j.file, &doc, err, errlen);
+	rc = isle__jv_parse(buf, j.file, &doc, err, errlen);
 	if (rc)
 		return rc;
 	j.t = isle_topo_create();
@@ -1531,7 +1017,7 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 	rc = merge_root(&j, jv_or_null(&doc.root), 1);
 	/* The model holds copies of everything; drop the tree before finalize
 	 * allocates its own working memory. */
-	jv_doc_free(&doc);
+	isle__jv_doc_free(&doc);
 	if (!rc) {
 		rc = isle_topo_finalize(j.t, ferr, sizeof(ferr));
 		if (rc)
@@ -1543,7 +1029,7 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 	}
 out:
 	isle_topo_destroy(j.t);
-	jv_doc_free(&doc);
+	isle__jv_doc_free(&doc);
 	return rc;
 }
 
@@ -1574,10 +1060,10 @@ int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
 	rc = isle__read_file(path, &buf, err, errlen);
 	if (rc)
 		return rc;
-	rc = jv_parse(buf, path, &doc, err, errlen);
+	rc = isle__jv_parse(buf, path, &doc, err, errlen);
 	if (!rc) {
 		rc = merge_root(&j, jv_or_null(&doc.root), 0);
-		jv_doc_free(&doc);
+		isle__jv_doc_free(&doc);
 	}
 	t->finalized = 0;
 	free(buf);

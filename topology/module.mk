@@ -7,7 +7,8 @@ TOPO_LDLIBS := -ljson-c
 TOPO_SRCS := topology/model.c topology/index.c topology/hostlist.c \
 	     topology/json_load.c topology/json_save.c topology/lint.c \
 	     topology/emit_slurm.c topology/emit_gres.c topology/emit_nccl.c \
-	     topology/emit_dot.c topology/emit_fabric.c topology/fileio.c
+	     topology/emit_dot.c topology/emit_fabric.c topology/fileio.c \
+	     topology/finalize.c topology/json_fast.c
 TOPO_OBJS := $(TOPO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(TOPO_OBJS)
 
@@ -36,6 +37,15 @@ $(TOPO_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
+# The fast JSON parser against json-c on the golden files and mutations.
+UNIT_TESTS += $(B)/tests/test_topo_json_fast
+$(B)/tests/unit/test_topo_json_fast.o: CPPFLAGS += \
+	-DGOLDEN_ROOT='"$(CURDIR)/tests/golden"'
+$(B)/tests/test_topo_json_fast: $(B)/tests/unit/test_topo_json_fast.o \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
 # isle's host lists against libslurm's on a generated corpus: linked with
 # the libslurm.so of SLURM= (rebuilt when the release changes); without one
 # the test skips and says so.
@@ -56,7 +66,8 @@ $(HOSTLIST_SLURM_TEST): $(B)/tests/unit/test_topo_hostlist_slurm.o \
 
 # --- ibnetdiscover dumps and node JSON files (topology/ibnd_*.c,
 # topology/node_json.c) ---
-IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o node_json.o)
+IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o ibnd_topo.o \
+	       node_json.o)
 ALL_OBJS += $(IBND_OBJS)
 $(B)/libisle_topo.a: $(IBND_OBJS)
 

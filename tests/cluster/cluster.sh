@@ -83,6 +83,10 @@
 # isle_job_field JOBID FIELD      first FIELD=value of `scontrol -d -o show job`
 # isle_job_field_all JOBID FIELD  every FIELD=value (one per line; e.g. GRES
 #                             per node from the -d detail)
+# isle_job_gres_idx JOBID     "node idxlist" per node of a running job
+# isle_idx_expand LIST        "0-2,5" -> "0,1,2,5"
+# isle_ctld_restart [TIMEOUT] start a stopped or killed slurmctld again
+#                             from its state; 1 if it does not answer
 # isle_node_names             the node names, one per line
 # isle_fabric_counters [DIR] per cable "A B TIER RATE_BIT BYTES_A_TO_B
 #                             BYTES_B_TO_A" from the kernel's counters
@@ -1052,6 +1056,56 @@ isle_cluster_status() {
 isle_node_names() {
 	local n
 	for n in ${ISLE_CLUSTER_NODE_NAMES:-}; do echo "$n"; done
+}
+
+# isle_ctld_restart [TIMEOUT]: start slurmctld again in the running cluster
+# (after a test stopped or killed it), from its saved state; returns once it
+# answers, or 1 after TIMEOUT (120) seconds.
+isle_ctld_restart() {
+	local d=${ISLE_CLUSTER_DIR:?no cluster} end wrap=()
+	end=$((SECONDS + ${1:-120}))
+	[ -f "$d/fabric/prefix" ] && mapfile -t wrap < <(isle__fabric_cmd "$d" ctl)
+	sed -i '/^slurmctld /d' "$d/pids"
+	isle__spawn "$d" slurmctld ctld "${wrap[@]}" "$ISLE_SLURM_PREFIX/sbin/slurmctld" \
+		-D -i -f "$d/etc/slurm.conf"
+	until isle__slurm "$d" scontrol ping 2>/dev/null | grep -q 'is UP'; do
+		[ $SECONDS -lt "$end" ] || return 1
+		sleep 0.5
+	done
+}
+
+# isle_job_gres_idx JOBID: one "node idxlist" line per node of a running
+# job, from scontrol -d (which groups nodes with equal indices: n[01-02]).
+isle_job_gres_idx() {
+	isle__slurm "${ISLE_CLUSTER_DIR:?no cluster}" scontrol -d show job "$1" | awk '
+		/^[[:space:]]+Nodes=/ {
+			node = ""; idx = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^Nodes=/) node = substr($i, 7)
+				if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
+					idx = substr($i, RSTART + 4, RLENGTH - 4)
+			}
+			if (node != "") print node, idx
+		}' | while read -r nodes idx; do
+		isle__slurm "$ISLE_CLUSTER_DIR" scontrol show hostnames "$nodes" |
+			while read -r n; do echo "$n $idx"; done
+	done
+}
+
+# isle_idx_expand "0-2,5" -> "0,1,2,5" (the form of CUDA_VISIBLE_DEVICES).
+isle_idx_expand() {
+	local part parts out=() a b i
+	IFS=, read -r -a parts <<<"$1"
+	for part in "${parts[@]}"; do
+		if [[ $part == *-* ]]; then
+			a=${part%-*} b=${part#*-}
+			for ((i = a; i <= b; i++)); do out+=("$i"); done
+		else
+			out+=("$part")
+		fi
+	done
+	local IFS=,
+	echo "${out[*]}"
 }
 
 isle_job_field_all() { # jobid field

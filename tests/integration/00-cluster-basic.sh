@@ -20,40 +20,6 @@ fail() {
 	exit 1
 }
 
-# "0-2,5" -> "0,1,2,5"
-expand_idx() {
-	local part parts out=() a b i
-	IFS=, read -r -a parts <<<"$1"
-	for part in "${parts[@]}"; do
-		if [[ $part == *-* ]]; then
-			a=${part%-*} b=${part#*-}
-			for ((i = a; i <= b; i++)); do out+=("$i"); done
-		else
-			out+=("$part")
-		fi
-	done
-	local IFS=,
-	echo "${out[*]}"
-}
-
-# Per node GRES indices of a running job: "node idxlist" lines from
-# scontrol -d (which groups nodes with equal indices: n[01-02]).
-job_gres_idx() {
-	local nodes idx n
-	scontrol -d show job "$1" | awk '
-		/^[[:space:]]+Nodes=/ {
-			node = ""; idx = ""
-			for (i = 1; i <= NF; i++) {
-				if ($i ~ /^Nodes=/) node = substr($i, 7)
-				if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
-					idx = substr($i, RSTART + 4, RLENGTH - 4)
-			}
-			if (node != "") print node, idx
-		}' | while read -r nodes idx; do
-		for n in $(scontrol show hostnames "$nodes"); do echo "$n $idx"; done
-	done
-}
-
 # Wait until FILE has COUNT lines matching REGEX (the job's srun output).
 wait_lines() { # file regex count
 	local i n
@@ -83,7 +49,7 @@ jobid=$(ISLE_GO=$jobs/go1 sbatch --parsable -N2 --ntasks-per-node=2 --gpus-per-n
 echo "submitted job $jobid"
 wait_lines "$jobs/$jobid.out" '^TASK ' 4 || fail "job $jobid: no srun output (state $(isle_job_field "$jobid" JobState))"
 scontrol -d show job "$jobid" | grep -E 'NodeList=|GRES=|TresPerNode' || true
-mapfile -t idx_lines < <(job_gres_idx "$jobid")
+mapfile -t idx_lines < <(isle_job_gres_idx "$jobid")
 touch "$jobs/go1"
 state=$(isle_wait_job "$jobid" 60) || fail "job $jobid ended $state"
 echo "job $jobid: $state"
@@ -94,7 +60,7 @@ declare -A want=()
 for l in "${idx_lines[@]}"; do
 	read -r node idx <<<"$l"
 	[ "$idx" = 0-3 ] || fail "node $node: GRES indices '$idx', want 0-3 (whole node)"
-	want[$node]=$(expand_idx "$idx")
+	want[$node]=$(isle_idx_expand "$idx")
 done
 { [ -n "${want[$n1]:-}" ] && [ -n "${want[$n2]:-}" ]; } || fail "GRES lines do not name $n1 and $n2: ${idx_lines[*]}"
 
@@ -122,20 +88,20 @@ for _ in $(seq 1 100); do
 	sleep 0.2
 done
 [ "$(isle_job_field "$hold" JobState)" = RUNNING ] || fail "holder job $hold is not running"
-hold_idx=$(job_gres_idx "$hold" | awk '{ print $2 }')
+hold_idx=$(isle_job_gres_idx "$hold" | awk '{ print $2 }')
 j2=$(sbatch --parsable -w "$n1" -N1 --gpus-per-node=2 -o "$jobs/%j.out" \
 	--wrap "srun bash -c 'echo TASK node=\$SLURMD_NODENAME cvd=\$CUDA_VISIBLE_DEVICES'
 		for _ in \$(seq 1 600); do [ -e $jobs/go2 ] && break; sleep 0.1; done") ||
 	fail "sbatch of the 2-GPU job failed"
 wait_lines "$jobs/$j2.out" '^TASK ' 1 || fail "job $j2: no srun output (state $(isle_job_field "$j2" JobState))"
-j2_idx=$(job_gres_idx "$j2" | awk '{ print $2 }')
+j2_idx=$(isle_job_gres_idx "$j2" | awk '{ print $2 }')
 touch "$jobs/go2"
 state=$(isle_wait_job "$j2" 60) || fail "job $j2 ended $state"
 j2_cvd=$(sed -n 's/^TASK node=[^ ]* cvd=//p' "$jobs/$j2.out")
 echo "holder job $hold has IDX:$hold_idx; job $j2 has IDX:$j2_idx, CUDA_VISIBLE_DEVICES=$j2_cvd"
 [ -n "$j2_idx" ] || fail "no GRES indices for job $j2"
-[[ ",$(expand_idx "$j2_idx")," != *",$(expand_idx "$hold_idx"),"* ]] || fail "job $j2 was given the held GPU"
-[ "$j2_cvd" = "$(expand_idx "$j2_idx")" ] || fail "CUDA_VISIBLE_DEVICES=$j2_cvd does not match IDX:$j2_idx"
+[[ ",$(isle_idx_expand "$j2_idx")," != *",$(isle_idx_expand "$hold_idx"),"* ]] || fail "job $j2 was given the held GPU"
+[ "$j2_cvd" = "$(isle_idx_expand "$j2_idx")" ] || fail "CUDA_VISIBLE_DEVICES=$j2_cvd does not match IDX:$j2_idx"
 scancel "$hold"
 
 isle_cluster_stop

@@ -38,7 +38,7 @@ pairs_whole() {
 	done
 }
 
-gres_of() { isle_pt_gres_idx "$1" | awk '{ print $2 }'; }
+gres_of() { isle_job_gres_idx "$1" | awk '{ print $2 }'; }
 
 a=$(sbatch --parsable -N1 --gpus=1 -o /dev/null --wrap "sleep 600")
 isle_pt_wait_state "$a" RUNNING 60 || fail "1-GPU job did not start"
@@ -51,7 +51,7 @@ sleep 600
 EOF
 b=$(sbatch --parsable -N1 --gpus=4 --isle-tp=2 -o "$jobs/%j.out" "$jobs/gpus.sh")
 isle_pt_wait_state "$b" RUNNING 60 || fail "TP=2 4-GPU job did not start"
-idx_b=$(isle_pt_expand "$(gres_of "$b")")
+idx_b=$(isle_idx_expand "$(gres_of "$b")" | tr , " ")
 echo "TP=2 4-GPU job $b: GPUs $idx_b"
 [ "$(wc -w <<<"$idx_b")" = 4 ] || fail "job $b got '$idx_b'"
 [ "$idx_b" != "3 4 5 6" ] || fail "job $b got 3,4,5,6"
@@ -59,7 +59,7 @@ pairs_whole "$idx_b" || fail "job $b splits NVLink pairs: $idx_b"
 
 c=$(sbatch --parsable -N1 --gpus=2 --isle-tp=2 -o "$jobs/%j.out" "$jobs/gpus.sh")
 isle_pt_wait_state "$c" RUNNING 60 || fail "TP=2 2-GPU job did not start"
-idx_c=$(isle_pt_expand "$(gres_of "$c")")
+idx_c=$(isle_idx_expand "$(gres_of "$c")" | tr , " ")
 echo "TP=2 2-GPU job $c: GPUs $idx_c"
 [ "$(wc -w <<<"$idx_c")" = 2 ] && pairs_whole "$idx_c" || fail "job $c is not a linked pair: $idx_c"
 

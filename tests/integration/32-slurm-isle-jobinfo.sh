@@ -76,13 +76,7 @@ for ((i = 0; i < 120; i++)); do
 done
 kill -0 "$ctld" 2>/dev/null && fail "slurmctld $ctld survived SIGKILL"
 rm -f "$state/isle/job_$j.json"
-sed -i '/^slurmctld /d' "$d/pids"
-isle__spawn "$d" slurmctld ctld "$ISLE_SLURM_PREFIX/sbin/slurmctld" -D -i -f "$d/etc/slurm.conf"
-for ((i = 0; i < 240; i++)); do
-	scontrol ping 2>/dev/null | grep -q 'is UP' && break
-	sleep 0.5
-done
-scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back"
+isle_ctld_restart || fail "slurmctld did not come back"
 
 [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || fail "job $j is not running after the restart"
 [ "$(isle_job_field "$j" NodeList)" = "$nodes" ] || fail "job $j nodes changed"

@@ -116,13 +116,7 @@ echo "$new" | grep -q "Incompatible Slurm plugin .*topology_isle.so version (${o
 
 # The right plugin again: the controller comes back and places jobs.
 swap_in "$repo/build/slurm/topology_isle.so" topology_isle.so
-sed -i '/^slurmctld /d' "$d/pids"
-isle__spawn "$d" slurmctld ctld "$ISLE_SLURM_PREFIX/sbin/slurmctld" -D -i -f "$d/etc/slurm.conf"
-for ((i = 0; i < 240; i++)); do
-	scontrol ping 2>/dev/null | grep -q 'is UP' && break
-	sleep 0.5
-done
-scontrol ping | grep -q 'is UP' || fail "slurmctld did not come back with the right plugin"
+isle_ctld_restart || fail "slurmctld did not come back with the right plugin"
 
 # spank_isle.so of the other release in plugstack.conf (required): sbatch
 # names both releases, then Slurm refuses the plugin and the submission.

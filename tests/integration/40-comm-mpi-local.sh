@@ -11,19 +11,9 @@
 #   failure:   a hung or exiting rank ends the job with a clear error, and a
 #              bad plan fails at init naming the file and the field.
 set -u
-cd "$(dirname "$0")/../.."
-B=build
-CHECK=$B/tests/comm_mpi_check
-SHIM=$PWD/$B/lib/libisle_preload.so
-
-command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
-[ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-T=$(mktemp -d /tmp/isle-comm-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# shellcheck source=comm_shim/testlib.sh
+source "$(dirname "$0")/../../comm_shim/testlib.sh"
+isle_comm_local_setup comm
 fails=0
 
 # plan NAME "N:leaf N:leaf ..." CODEC1 CODEC2: ranks per node (one island

@@ -6,19 +6,9 @@
 # init, fall back to plain MPI together, say so once, and sums are exact;
 # with the same plan everywhere the shim's own algorithms run.
 set -u
-cd "$(dirname "$0")/../.."
-B=build
-CHECK=$B/tests/comm_mpi_check
-SHIM=$PWD/$B/lib/libisle_preload.so
-
-command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
-[ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-T=$(mktemp -d /tmp/isle-comm42-XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+# shellcheck source=comm_shim/testlib.sh
+source "$(dirname "$0")/../../comm_shim/testlib.sh"
+isle_comm_local_setup comm42
 fails=0
 
 # plan NAME G0 G1 ISLAND: 2 nodes x 2 GPUs; ISLAND "node" (NVLink pair) or

@@ -20,6 +20,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 agent=$repo/build/bin/isle-agent
@@ -79,16 +81,7 @@ EOF
 gcc -shared -fPIC -I"$ISLE_SLURM_PREFIX/include" -o "$work/hide.so" "$work/hide.c" ||
 	die "cannot build the test SPANK plugin"
 
-cat >"$work/isle.json" <<'EOF'
-{"version": 1, "name": "preload",
- "nodes": [
-  {"name": "n01", "rack": "r0", "gpus": 2,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]},
-  {"name": "n02", "rack": "r0", "gpus": 2,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]}
- ],
- "switches": [{"name": "leaf0", "level": "leaf"}]}
-EOF
+isle_pt_leaf "$work/isle.json" preload 2 2
 # isle's plugin after the container one, as with pyxis.
 cat >"$work/plugstack.conf" <<EOF
 required $work/hide.so

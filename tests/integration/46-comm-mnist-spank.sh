@@ -15,6 +15,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 data=${ISLE_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -42,16 +44,7 @@ shimdir=$work/shim
 mkdir -p "$shimdir"
 cp "$repo"/build/lib/libisle_preload.so "$repo"/build/lib/libisle_mpi_ompi.so "$shimdir/"
 
-cat >"$work/isle.json" <<'EOF'
-{"version": 1, "name": "mnist",
- "nodes": [
-  {"name": "n01", "rack": "r0", "gpus": 4,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]},
-  {"name": "n02", "rack": "r0", "gpus": 4,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]}
- ],
- "switches": [{"name": "leaf0", "level": "leaf"}]}
-EOF
+isle_pt_leaf "$work/isle.json" mnist 2 4
 cat >"$work/plugstack.conf" <<EOF
 required $spank agent=$agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$shimdir/libisle_preload.so
 EOF

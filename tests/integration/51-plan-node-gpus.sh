@@ -18,6 +18,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 agent=$repo/build/bin/isle-agent
@@ -38,15 +40,7 @@ die() {
 
 work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-51.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-node_json() {
-	printf '{"name": "%s", "rack": "r0", "gpus": 4, "nvlinks": [[0, 1, 4], [2, 3, 4]],
-  "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]}' "$1"
-}
-cat >"$work/isle.json" <<EOF
-{"version": 1, "name": "pairs",
- "nodes": [$(node_json n01), $(node_json n02)],
- "switches": [{"name": "leaf0", "level": "leaf"}]}
-EOF
+isle_pt_leaf "$work/isle.json" pairs 2 4 '"nvlinks": [[0, 1, 4], [2, 3, 4]],'
 cat >"$work/plugstack.conf" <<EOF
 required $spank agent=$agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$SHIM
 EOF

@@ -17,6 +17,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 agent=$repo/build/bin/isle-agent
@@ -40,18 +42,7 @@ fail() {
 
 work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-52.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cat >"$work/isle.json" <<'EOF'
-{"version": 1, "name": "distribution",
- "nodes": [
-  {"name": "n01", "gpus": 2, "nvlink_all": 4,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]},
-  {"name": "n02", "gpus": 2, "nvlink_all": 4,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]},
-  {"name": "n03", "gpus": 2, "nvlink_all": 4,
-   "nics": [{"name": "mlx5_0", "rail": 0, "switch": "leaf0", "gbps": 400}]}
- ],
- "switches": [{"name": "leaf0", "level": "leaf"}]}
-EOF
+isle_pt_leaf "$work/isle.json" distribution 3 2 '"nvlink_all": 4,'
 cat >"$work/plugstack.conf" <<EOF
 required $spank agent=$agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$shim
 EOF

@@ -175,7 +175,7 @@ while read -r nodes idx; do
 		echo "$granted" | grep -qF " $node GPUs $idx;" ||
 			fail "job $j2: Slurm granted $node GPUs $idx, explain says: $granted"
 	done
-done < <(isle_pt_gres_idx "$j2")
+done < <(isle_job_gres_idx "$j2")
 [ "$nn" = 2 ] || fail "job $j2: $nn nodes with GRES in scontrol -d show job"
 echo "ok: explain $j2 matches Slurm's GRES: $granted"
 scancel "$j2"

@@ -29,15 +29,7 @@ isle_pt_setup
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t72.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-prefix=${ISLE_SLURM_PREFIX:-/opt/isle/slurm-24.11.5}
-# The job id of a submit response: resp->job_id on 24.11,
-# resp->step_id.job_id from 26.05 on.
-resp_id=step_id.job_id
-grep -q "^	uint32_t job_id;.*" <(sed -n '/^typedef struct submit_response_msg {/,/^}/p' "$prefix/include/slurm/slurm.h") &&
-	resp_id=job_id
-cc -O1 -DISLE_SUBMIT_JOB_ID="$resp_id" -o "$work/isle_submit" "$repo/tests/integration/isle_submit.c" \
-	-I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lslurm ||
-	fail "cannot build isle_submit against $prefix"
+isle_pt_submit_tool "$work" || fail "cannot build isle_submit against ${ISLE_SLURM_PREFIX:-24.11}"
 
 isle_pt_gb200 "$work" 8 4 4
 isle_pt_plugstack "$work" default_mode=preferred
@@ -120,7 +112,7 @@ for j in "${jobs[@]}"; do
 			echo "$placement" | grep -qF " $node GPUs $idx;" ||
 				fail "job $j: Slurm granted $node GPUs $idx, the recorded placement says: $placement"
 		done
-	done < <(isle_pt_gres_idx "$j")
+	done < <(isle_job_gres_idx "$j")
 	[ "$nn" -gt 0 ] || fail "job $j: no GRES in scontrol -d show job"
 	[ "$(echo "$granted" | grep -o ' GPUs ' | wc -l)" = "$nn" ] ||
 		fail "job $j: explain lists other nodes than Slurm: $granted"

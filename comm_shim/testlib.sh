@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# comm_shim/testlib.sh: the preamble of the shim's local MPI tests
+# (tests/integration/4x-comm-*.sh run with mpirun on this host, no Slurm).
+#
+#   isle_comm_local_setup TAG   cd to the repo; sets B, CHECK (the MPI check
+#       program) and SHIM (libisle_preload.so); exits 77 unless mpirun and
+#       both are there; exports Open MPI's settings for one host as root
+#       (shared memory only, oversubscribed); makes the scratch dir T
+#       (/tmp/isle-TAG-*), removed at exit unless KEEP is set.
+
+isle_comm_local_setup() {
+	cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+	B=build
+	CHECK=$B/tests/comm_mpi_check
+	SHIM=$PWD/$B/lib/libisle_preload.so
+	command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
+	[ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+	export OMPI_MCA_btl_vader_single_copy_mechanism=none
+	T=$(mktemp -d "/tmp/isle-$1-XXXXXX")
+	trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+}
