@@ -168,8 +168,7 @@ int isle__agent_find_nic(const isle_agent_node *n, const char *name)
 	return -1;
 }
 
-/* --- Derivations -----------------------------------------------------------
- */
+/* --- Derivations -------------------------------------------------------- */
 
 /* NVLink-capable form factors whose links nobody reported. */
 static void check_missing_nvlink(isle_agent_node *n)
@@ -255,8 +254,7 @@ void isle_agent_derive(isle_agent_node *n)
 	}
 }
 
-/* --- isle-agent discover ---------------------------------------------------
- */
+/* --- isle-agent discover ------------------------------------------------ */
 
 static void discover_usage(FILE *o)
 {

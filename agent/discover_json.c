@@ -13,16 +13,18 @@
 #include "agent_priv.h"
 #include "isle_topo.h"
 
+static const char *const nvlink_source_names[] = {
+    [ISLE_NVLINK_NONE] = "none",
+    [ISLE_NVLINK_HWLOC] = "hwloc",
+    [ISLE_NVLINK_NVML] = "nvml",
+};
+
 static const char *nvlink_source_name(isle_nvlink_source s)
 {
-	switch (s) {
-	case ISLE_NVLINK_HWLOC:
-		return "hwloc";
-	case ISLE_NVLINK_NVML:
-		return "nvml";
-	default:
-		return "none";
-	}
+	return (unsigned)s < sizeof(nvlink_source_names) /
+				 sizeof(nvlink_source_names[0])
+		   ? nvlink_source_names[s]
+		   : "none";
 }
 
 static json_object *str_or_null(const char *s)

@@ -1,10 +1,11 @@
 /*
  * isle_agent.h - isle-agent: what runs on each compute node.
  *
- * Today: node discovery (`isle-agent discover`), which describes the node's
- * GPUs, their NVLink wiring and islands, its InfiniBand NICs and NUMA
- * affinity as a node JSON file (docs/node-json.md) that `islectl build`
- * merges into the cluster model. Later: the per-job plan writer.
+ * This header: node discovery (`isle-agent discover`), which describes the
+ * node's GPUs, their NVLink wiring and islands, its InfiniBand NICs and
+ * NUMA affinity as a node JSON file (docs/node-json.md) that `islectl
+ * build` merges into the cluster model. The per-job plan (`isle-agent
+ * plan`) is in plan.h.
  *
  * Error contract: as in isle_topo.h. Functions return 0 or a negative errno
  * and fill (char *err, size_t errlen) with a one-line message naming the

@@ -32,8 +32,8 @@ $(B)/tests/libfake_nvml.so: $(B)/tests/unit/fake_nvml.o
 	$(CC) $(LDFLAGS) -shared -o $@ $^
 
 # --- `isle-agent plan`: the per-job plan written by the SPANK job prolog
-# (agent/plan*.c; owner: per-job injection). Its unit test reads the plans
-# back with comm_shim's own reader.
+# (agent/plan*.c). Its unit test reads the plans back with comm_shim's own
+# reader.
 PLAN_SRCS := agent/plan_util.c agent/plan_build.c agent/plan_emit.c \
 	     agent/plan_rundir.c agent/plan_cmd.c
 PLAN_OBJS := $(PLAN_SRCS:%.c=$(B)/%.o)

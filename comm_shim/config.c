@@ -58,7 +58,7 @@ int isle__env_size(const char *name, size_t *out, char *err, size_t errlen)
 	default:
 		break;
 	}
-	/* "17179869184G" used to wrap to 0 (fusion off) without a word. */
+	/* Refused, not wrapped: "17179869184G" would be 0 (fusion off). */
 	if (*end || v > (SIZE_MAX >> shift))
 		goto bad;
 	v <<= shift;

@@ -138,7 +138,8 @@ $(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
 all: $(B)/tests/comm_mpi_check_mpich
 endif
 
-# GPU side, benchmark (owned by the GPU/bench engineer).
+# GPU side: the CUDA codec backend, the NCCL backend, their GPU checks and
+# the comm benchmark (comm_shim/gpu.mk).
 include comm_shim/gpu.mk
 
 # Start-up cost of the preload library (not a test): make bench-preload.

@@ -488,8 +488,8 @@ int isle__place_search(isle_place_ctx *c, const struct pnorm *q, int *have_best)
 	int limit = small ? c->nv : c->o.max_scopes > 0 ? c->o.max_scopes : 32;
 	int have = *have_best, extra = -1, li, i, j;
 
-	if (isle__place_result_reserve(&c->cand, c->nnodes, q->gpus) ||
-	    isle__place_result_reserve(&c->best, c->nnodes, q->gpus))
+	if (isle_place_result_reserve(&c->cand, c->nnodes, q->gpus) ||
+	    isle_place_result_reserve(&c->best, c->nnodes, q->gpus))
 		return -ENOMEM;
 	if (q->gpus > c->alt_cap) {
 		struct isle_place_rank *a =

@@ -167,6 +167,11 @@ void isle_place_destroy(isle_place_ctx *c);
 void isle_place_result_init(struct isle_place_result *r);
 /* Frees the result's arrays (not r itself) and re-initialises it. */
 void isle_place_result_fini(struct isle_place_result *r);
+/* Grows the result's arrays to hold nnodes nodes and nranks ranks, for a
+ * caller that fills a result itself (islesim's baseline policies); the
+ * counts and contents are left as they are. Returns 0 or -ENOMEM. */
+int isle_place_result_reserve(struct isle_place_result *r, int nnodes,
+			      int nranks);
 
 /*
  * Checks a request against the cluster alone (no free masks): 0, -EINVAL or

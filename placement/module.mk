@@ -35,7 +35,7 @@ BENCHES += bench-placement
 bench-placement: $(B)/bin/islesim
 	@mkdir -p $(B)/bench
 	@$(B)/bin/islesim --bench $(B)/bench --jobs $(PLACE_BENCH_JOBS) \
-		--data "$${ISLE_SHARED_DATA:-$(CURDIR)/../shared/data}" \
+		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/placement.txt
 	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"
 

@@ -164,10 +164,6 @@ double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
 isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
 			   int gb);
 
-/* tree.c: grows a result's arrays. */
-int isle__place_result_reserve(struct isle_place_result *r, int nnodes,
-			       int nranks);
-
 /* Nodes: on clusters up to this size every scope is searched and small
  * jobs get the exact search. */
 #define SMALL_CLUSTER 64

@@ -27,8 +27,8 @@ void isle_place_result_fini(struct isle_place_result *r)
 	isle_place_result_init(r);
 }
 
-int isle__place_result_reserve(struct isle_place_result *r, int nnodes,
-			       int nranks)
+int isle_place_result_reserve(struct isle_place_result *r, int nnodes,
+			      int nranks)
 {
 	if (nnodes > r->cap_nodes) {
 		int *n = realloc(r->nodes, (size_t)nnodes * sizeof(*n));
@@ -71,7 +71,7 @@ void isle__place_result_clear(struct isle_place_result *r)
 int isle__place_result_copy(struct isle_place_result *dst,
 			    const struct isle_place_result *src)
 {
-	int rc = isle__place_result_reserve(dst, src->nnodes, src->nranks);
+	int rc = isle_place_result_reserve(dst, src->nnodes, src->nranks);
 	int cn = dst->cap_nodes, cr = dst->cap_ranks;
 	int *nodes = dst->nodes;
 	uint64_t *masks = dst->masks;

@@ -97,46 +97,46 @@ const char *isle_place_strerror(int rc)
 	}
 }
 
+/* Enum names: one table per enum, indexed by value, read both ways. */
+static const char *const mode_names[] = {
+    [ISLE_PLACE_REQUIRED] = "required",
+    [ISLE_PLACE_PREFERRED] = "preferred",
+};
+
+static const char *const workload_names[] = {
+    [ISLE_WORKLOAD_TRAIN] = "train",
+    [ISLE_WORKLOAD_INFER] = "infer",
+};
+
+#define NAMES_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 const char *isle_place_mode_name(isle_place_mode m)
 {
-	switch (m) {
-	case ISLE_PLACE_REQUIRED:
-		return "required";
-	case ISLE_PLACE_PREFERRED:
-		return "preferred";
-	}
-	return NULL;
+	return (unsigned)m < (unsigned)NAMES_LEN(mode_names) ? mode_names[m]
+							     : NULL;
 }
 
 int isle_place_mode_parse(const char *s)
 {
-	if (!s)
-		return -1;
-	if (!strcmp(s, "required"))
-		return ISLE_PLACE_REQUIRED;
-	if (!strcmp(s, "preferred"))
-		return ISLE_PLACE_PREFERRED;
-	return -1;
+	return name_index(mode_names, NAMES_LEN(mode_names), s);
 }
 
 const char *isle_workload_name(isle_workload w)
 {
-	switch (w) {
-	case ISLE_WORKLOAD_TRAIN:
-		return "train";
-	case ISLE_WORKLOAD_INFER:
-		return "infer";
-	}
-	return NULL;
+	return (unsigned)w < (unsigned)NAMES_LEN(workload_names)
+		   ? workload_names[w]
+		   : NULL;
 }
 
 int isle_workload_parse(const char *s)
 {
-	if (!s)
-		return -1;
-	if (!strcmp(s, "train"))
-		return ISLE_WORKLOAD_TRAIN;
-	if (!strcmp(s, "infer"))
-		return ISLE_WORKLOAD_INFER;
-	return -1;
+	return name_index(workload_names, NAMES_LEN(workload_names), s);
 }

@@ -190,7 +190,7 @@ build_slurm() {
 		return 0
 	fi
 	# One Slurm build at a time, whatever the release (2 cores): a second
-	# deps.sh (e.g. started by another engineer's `make`) waits here instead
+	# deps.sh (e.g. another user's `make` on the same host) waits here instead
 	# of deleting the tree that the first one is compiling, then finds the
 	# stamp below.
 	mkdir -p "$ISLE_CACHE/src"

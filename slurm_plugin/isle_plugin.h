@@ -125,6 +125,10 @@ int isle__records_load(void);
 /* Drops the model and every map. */
 void isle__records_free(void);
 
+/* The topology library's warning callback (isle_topo_set_warn): each
+ * warning goes to the log as "isle: MSG". */
+void isle__records_warn(void *arg, const char *msg);
+
 /* (Re)reads the isle SPANK plugin's arguments from plugstack.conf
  * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
  * followed) into isle__ctx.policy. Without the plugin line, or on a bad

@@ -179,6 +179,27 @@ static void _build_maps(void)
 	xfree(stack);
 }
 
+void isle__records_warn(void *arg, const char *msg)
+{
+	warning("isle: %s", msg);
+}
+
+/* Findings of isle_topo_lint, logged up to LINT_LOG_MAX per load. */
+#define LINT_LOG_MAX 20
+
+struct lint_log {
+	const char *path;
+	int n;
+};
+
+static void _lint_warn(void *arg, const char *msg)
+{
+	struct lint_log *l = arg;
+
+	if (l->n++ < LINT_LOG_MAX)
+		warning("isle: %s: %s", l->path, msg);
+}
+
 int isle__records_load(void)
 {
 	struct isle__ctx *c = &isle__ctx;
@@ -186,6 +207,7 @@ int isle__records_load(void)
 	char err[512] = "";
 	isle_topo *t = NULL;
 	char *path = isle__records_path();
+	struct lint_log lint = {0};
 	int rc;
 
 	slurm_mutex_lock(&c->lock);
@@ -227,6 +249,12 @@ int isle__records_load(void)
 	     "%ld GPUs",
 	     path, t->nnodes, t->nislands, t->nswitches, t->nracks,
 	     t->total_gpus);
+	/* Loadable but questionable content, as islectl validate says it. */
+	lint.path = path;
+	if (isle_topo_lint(t, _lint_warn, &lint) > LINT_LOG_MAX)
+		warning("isle: %s: %d more warnings (islectl validate %s "
+			"lists them all)",
+			path, lint.n - LINT_LOG_MAX, path);
 	slurm_mutex_unlock(&c->lock);
 	return SLURM_SUCCESS;
 }

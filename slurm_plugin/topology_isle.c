@@ -131,6 +131,9 @@ int isle__topo_init(void)
 		disabled = true;
 		return SLURM_SUCCESS;
 	}
+	/* Loader warnings (skipped dump lines, duplicate names, ...) go to
+	 * the controller's log rather than nowhere. */
+	isle_topo_set_warn(isle__records_warn, NULL);
 	verbose("%s loaded", plugin_name);
 	return SLURM_SUCCESS;
 }
@@ -143,6 +146,7 @@ int isle__topo_fini(void)
 		verbose("isle: eval %s", st);
 		xfree(st);
 	}
+	isle_topo_set_warn(NULL, NULL);
 	slurm_mutex_lock(&isle__ctx.lock);
 	isle__records_free();
 	xfree(isle__ctx.path);

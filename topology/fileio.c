@@ -1,5 +1,6 @@
 /*
- * fileio.c - writing output files the way admins expect.
+ * fileio.c - reading input files whole, and writing output files the way
+ * admins expect.
  *
  * Generated files (cluster files, node JSONs) are written beside the target
  * and renamed over it, so readers never see half a file. A rename must not
@@ -108,5 +109,62 @@ out:
 		free(tmp);
 	}
 	free(real);
+	return rc;
+}
+
+int isle__read_file(const char *path, char **out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	struct stat st;
+	int rc = 0;
+
+	*out = NULL;
+	if (!f)
+		return isle__err(-errno, err, errlen, "%s: %s", path,
+				 strerror(errno));
+	/* Sized from stat; the loop still copes with files that grow. */
+	if (fstat(fileno(f), &st) == 0 && st.st_size > 0)
+		cap = (size_t)st.st_size + 2;
+	for (;;) {
+		size_t n;
+
+		if (len + 1 >= cap) {
+			char *p;
+
+			cap = cap ? cap * 2 : 65536;
+			p = realloc(buf, cap);
+			if (!p) {
+				rc = isle__err(-ENOMEM, err, errlen,
+					       "%s: out of memory", path);
+				goto out;
+			}
+			buf = p;
+		}
+		if (!buf && !(buf = malloc(cap))) {
+			rc = isle__err(-ENOMEM, err, errlen,
+				       "%s: out of memory", path);
+			goto out;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		rc = isle__err(-EIO, err, errlen, "%s: read error", path);
+		goto out;
+	}
+	if (memchr(buf, '\0', len)) {
+		rc = isle__err(-EINVAL, err, errlen, "%s: binary data", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	buf = NULL;
+out:
+	free(buf);
+	fclose(f);
 	return rc;
 }

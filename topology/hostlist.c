@@ -202,47 +202,73 @@ struct host {
 	unsigned long num; /* suffix value */
 };
 
-/* Natural order of two prefixes (digit runs compare by value), as Slurm's
- * strnatcmp orders prefixes. */
+/* Byte i of a length-bounded string, 0 past its end. */
+static int at(const char *s, size_t n, size_t i)
+{
+	return i < n ? (unsigned char)s[i] : 0;
+}
+
+/* Digit runs of natcmp: a run with a leading zero compares left-aligned,
+ * digit by digit ("097" > "0100"); ... */
+static int run_left(const char *a, size_t la, size_t i, const char *b,
+		    size_t lb, size_t j)
+{
+	for (;; i++, j++) {
+		int ca = at(a, la, i), cb = at(b, lb, j);
+
+		if (!isdigit(ca) && !isdigit(cb))
+			return 0;
+		if (!isdigit(ca))
+			return -1;
+		if (!isdigit(cb))
+			return 1;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+}
+
+/* ... the others by value: the longer run is larger, else the first
+ * differing digit decides. */
+static int run_right(const char *a, size_t la, size_t i, const char *b,
+		     size_t lb, size_t j)
+{
+	int bias = 0;
+
+	for (;; i++, j++) {
+		int ca = at(a, la, i), cb = at(b, lb, j);
+
+		if (!isdigit(ca) && !isdigit(cb))
+			return bias;
+		if (!isdigit(ca))
+			return -1;
+		if (!isdigit(cb))
+			return 1;
+		if (ca != cb && !bias)
+			bias = ca < cb ? -1 : 1;
+	}
+}
+
+/* Natural order of two prefixes, exactly as Slurm's strnatcmp() (Martin
+ * Pool's algorithm) orders hostrange prefixes: "r2n" < "r10n", but
+ * "r097n" > "r0100n". Equal only for equal strings. */
 static int natcmp(const char *a, size_t la, const char *b, size_t lb)
 {
-	size_t i = 0, j = 0;
+	for (size_t i = 0, j = 0;; i++, j++) {
+		int ca = at(a, la, i), cb = at(b, lb, j);
 
-	while (i < la && j < lb) {
-		if (isdigit((unsigned char)a[i]) &&
-		    isdigit((unsigned char)b[j])) {
-			size_t si, sj, di, dj;
-
-			while (i < la && a[i] == '0')
-				i++;
-			while (j < lb && b[j] == '0')
-				j++;
-			for (si = i; i < la && isdigit((unsigned char)a[i]);)
-				i++;
-			for (sj = j; j < lb && isdigit((unsigned char)b[j]);)
-				j++;
-			di = i - si;
-			dj = j - sj;
-			if (di != dj)
-				return di < dj ? -1 : 1;
-			int c = memcmp(a + si, b + sj, di);
+		if (isdigit(ca) && isdigit(cb)) {
+			int c = (ca == '0' || cb == '0')
+				    ? run_left(a, la, i, b, lb, j)
+				    : run_right(a, la, i, b, lb, j);
 
 			if (c)
 				return c;
-			continue;
 		}
-		if (a[i] != b[j])
-			return (unsigned char)a[i] < (unsigned char)b[j] ? -1
-									 : 1;
-		i++;
-		j++;
+		if (!ca && !cb)
+			return 0;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
 	}
-	if (i < la || j < lb)
-		return i < la ? 1 : -1;
-	/* Same natural value ("n01" vs "n1"): fall back to bytes. */
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return memcmp(a, b, la);
 }
 
 static int host_cmp(const void *pa, const void *pb)

@@ -321,7 +321,7 @@ char *isle_topo_to_json(const isle_topo *t);
 
 /* ======================================================================
  * InfiniBand fabric dumps and node discovery files
- * (topology/ibnd_*.c, topology/node_json.c; owner: topology sources)
+ * (topology/ibnd_*.c, topology/node_json.c)
  * ====================================================================== */
 
 /* --- ibnetdiscover dumps (topology/ibnd_parse.c, ibnd_fabric.c) --------- */

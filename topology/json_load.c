@@ -107,8 +107,7 @@ jerr_key(struct jl *j, int rc, const char *key, const char *fmt, ...)
 	return rc;
 }
 
-/* --- Typed members ---------------------------------------------------------
- */
+/* --- Typed members ------------------------------------------------------ */
 
 enum jtype { J_INT, J_NUM, J_STR, J_ARR, J_OBJ };
 
@@ -995,64 +994,6 @@ out:
 	free(j->rack_of);
 	return rc;
 }
-/* Reads a whole file into a NUL-terminated buffer the caller frees. */
-static int slurp(const char *path, char **out, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	struct stat st;
-	int rc = 0;
-
-	*out = NULL;
-	if (!f)
-		return isle__err(-errno, err, errlen, "%s: %s", path,
-				 strerror(errno));
-	/* Sized from stat; the loop still copes with files that grow. */
-	if (fstat(fileno(f), &st) == 0 && st.st_size > 0)
-		cap = (size_t)st.st_size + 2;
-	for (;;) {
-		size_t n;
-
-		if (len + 1 >= cap) {
-			char *p;
-
-			cap = cap ? cap * 2 : 65536;
-			p = realloc(buf, cap);
-			if (!p) {
-				rc = isle__err(-ENOMEM, err, errlen,
-					       "%s: out of memory", path);
-				goto out;
-			}
-			buf = p;
-		}
-		if (!buf && !(buf = malloc(cap))) {
-			rc = isle__err(-ENOMEM, err, errlen,
-				       "%s: out of memory", path);
-			goto out;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = isle__err(-EIO, err, errlen, "%s: read error", path);
-		goto out;
-	}
-	if (memchr(buf, '\0', len)) {
-		rc = isle__err(-EINVAL, err, errlen, "%s: binary data", path);
-		goto out;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return rc;
-}
-
 int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 		       char *err, size_t errlen)
 {
@@ -1098,7 +1039,7 @@ int isle_topo_load(const char *path, isle_topo **out, char *err, size_t errlen)
 	int rc;
 
 	*out = NULL;
-	rc = slurp(path, &buf, err, errlen);
+	rc = isle__read_file(path, &buf, err, errlen);
 	if (rc)
 		return rc;
 	rc = isle_topo_load_buf(buf, path, out, err, errlen);
@@ -1116,7 +1057,7 @@ int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
 
 	if (!t)
 		return isle__err(-EINVAL, err, errlen, "no model");
-	rc = slurp(path, &buf, err, errlen);
+	rc = isle__read_file(path, &buf, err, errlen);
 	if (rc)
 		return rc;
 	rc = isle__jv_parse(buf, path, &doc, err, errlen);

@@ -22,7 +22,9 @@ const struct isle_tier_param isle__default_tier[ISLE_TIER_COUNT] = {
 };
 
 static const char *const tier_names[ISLE_TIER_COUNT] = {
-    "island", "node", "leaf", "spine", "core",
+    [ISLE_TIER_ISLAND] = "island", [ISLE_TIER_NODE] = "node",
+    [ISLE_TIER_LEAF] = "leaf",	   [ISLE_TIER_SPINE] = "spine",
+    [ISLE_TIER_CORE] = "core",
 };
 
 static const char *const level_names[] = {
@@ -74,11 +76,6 @@ int isle__bad_name_char(const char *name)
 		if (isspace((unsigned char)*p) || strchr(",[]=#\"", *p))
 			return (unsigned char)*p;
 	return 0;
-}
-
-char *isle__strdup0(const char *s)
-{
-	return s ? strdup(s) : NULL;
 }
 
 int isle__grow(void **arr, int *cap, int need, size_t sz)

@@ -46,8 +46,26 @@ $(B)/tests/test_topo_json_fast: $(B)/tests/unit/test_topo_json_fast.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
-# --- ibnetdiscover dumps and node JSON files (topology sources; added by
-# the owner of topology/ibnd_*.c and topology/node_json.c) ---
+# isle's host lists against libslurm's on a generated corpus: linked with
+# the libslurm.so of SLURM= (rebuilt when the release changes); without one
+# the test skips and says so.
+HOSTLIST_SLURM_TEST := $(B)/tests/test_topo_hostlist_slurm
+HOSTLIST_SLURM_LIB  := $(wildcard $(SLURM_PREFIX)/lib/libslurm.so)
+UNIT_TESTS += $(HOSTLIST_SLURM_TEST)
+$(B)/tests/unit/test_topo_hostlist_slurm.o: $(SLURM_TREE_STAMP)
+ifneq ($(HOSTLIST_SLURM_LIB),)
+$(B)/tests/unit/test_topo_hostlist_slurm.o: CPPFLAGS += -DHAVE_LIBSLURM \
+	-isystem $(SLURM_PREFIX)/include
+$(HOSTLIST_SLURM_TEST): LDLIBS += -L$(SLURM_PREFIX)/lib \
+	-Wl,-rpath,$(SLURM_PREFIX)/lib -lslurm
+endif
+$(HOSTLIST_SLURM_TEST): $(B)/tests/unit/test_topo_hostlist_slurm.o \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+# --- ibnetdiscover dumps and node JSON files (topology/ibnd_*.c,
+# topology/node_json.c) ---
 IBND_OBJS := $(addprefix $(B)/topology/,ibnd_parse.o ibnd_fabric.o ibnd_topo.o \
 	       node_json.o)
 ALL_OBJS += $(IBND_OBJS)

@@ -36,8 +36,10 @@ int isle__err(int rc, char *err, size_t errlen, const char *fmt, ...)
  * , [ ] = # "), or 0 when the name is fine. */
 int isle__bad_name_char(const char *name);
 
-/* strdup that accepts NULL. */
-char *isle__strdup0(const char *s);
+/* The library's one whole-file reader: *out is the file's contents,
+ * NUL-terminated, for the caller to free. Files holding a NUL byte are
+ * refused (-EINVAL); errors name the path. */
+int isle__read_file(const char *path, char **out, char *err, size_t errlen);
 
 /* Grows *arr (elements of size sz) so that it can hold need elements. */
 int isle__grow(void **arr, int *cap, int need, size_t sz);

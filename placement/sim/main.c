@@ -47,7 +47,7 @@ static void usage(FILE *f)
 	    "[,train|infer]\n"
 	    "  --trace          print every job's placement and rank order\n"
 	    "  --queue-depth N  queued jobs tried per pass (default 64)\n"
-	    "  --data DIR       shared data (default $ISLE_SHARED_DATA or"
+	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies + scale runs: writes"
 	    " DIR/placement.json,\n"
@@ -707,7 +707,7 @@ int main(int argc, char **argv)
 			.seed = 1};
 	int opt, rc;
 
-	c.data = getenv("ISLE_SHARED_DATA");
+	c.data = getenv("ISLE_TEST_DATA");
 	if (!c.data || !*c.data)
 		c.data = "../shared/data";
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {

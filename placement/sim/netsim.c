@@ -537,8 +537,7 @@ int sim_net_link_info(const struct sim_net *n, int link, int *lo, int *hi,
 	return -EINVAL;
 }
 
-/* --- jobs ------------------------------------------------------------------
- */
+/* --- jobs --------------------------------------------------------------- */
 
 static int same_island(const isle_topo *t, const struct sim_xfer *x)
 {

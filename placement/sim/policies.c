@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isle_place.h"
 #include "islesim.h"
-#include "place_priv.h"
 
 const char *const sim_policy_names[SIM_NPOLICIES] = {
     "isle", "linear", "tree", "block", "random", "tree-sw", "block-seg",
@@ -613,7 +613,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	pc->gpn = req->gpus_per_node;
 	if (!need)
 		need = req->nodes * req->gpus_per_node;
-	rc = isle__place_result_reserve(res, pc->t->nnodes, need);
+	rc = isle_place_result_reserve(res, pc->t->nnodes, need);
 	if (rc)
 		return rc;
 	res->reason[0] = '\0';

@@ -1,13 +1,13 @@
 #!/bin/bash
 # Runs libFuzzer targets one after another: run.sh BUILD_DIR SECONDS TARGET...
 # Seeds each corpus ($BUILD_DIR/corpus/TARGET) from tests/fuzz/inputs,
-# tests/golden and the shared data (ISLE_SHARED_DATA, default ../shared/data),
+# tests/golden and the shared data (ISLE_TEST_DATA, default ../shared/data),
 # writes crashes to $BUILD_DIR/crashes/TARGET/ and prints one line per
 # target: executions, seconds, executions per second, crashes.
 set -u
 dir=$1 secs=$2
 shift 2
-data=${ISLE_SHARED_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
+data=${ISLE_TEST_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 status=0
 

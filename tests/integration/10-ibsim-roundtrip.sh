@@ -12,7 +12,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 agent=$root/build/bin/isle-agent
-data=${ISLE_SHARED_DATA:-$root/../shared/data}/ibnetdiscover
+data=${ISLE_TEST_DATA:-$root/../shared/data}/ibnetdiscover
 discover=$root/scripts/ibsim-discover.sh
 
 [ -x "$agent" ] || { echo "SKIP: $agent not built (run make)"; exit 77; }
@@ -85,10 +85,12 @@ if [ -r "$data/X5.topofile" ]; then
 	roundtrip X5 "$data/X5.topofile" rates
 	fabric_opts=()
 else
-	echo "skip X5: $data/X5.topofile not found"
+	echo "skip X5: $data/X5.topofile not found (set ISLE_TEST_DATA)"
 fi
 if [ -r "$data/topograph-ndr-example.out" ]; then
 	roundtrip ndr "$data/topograph-ndr-example.out" norates
+else
+	echo "skip ndr: $data/topograph-ndr-example.out not found (set ISLE_TEST_DATA)"
 fi
 
 [ $failures -eq 0 ] || exit 1

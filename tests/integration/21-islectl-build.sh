@@ -11,10 +11,12 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 islectl=$root/build/bin/islectl
-data=${ISLE_SHARED_DATA:-$root/../shared/data}/ibnetdiscover
+data=${ISLE_TEST_DATA:-$root/../shared/data}/ibnetdiscover
 
 [ -x "$islectl" ] || { echo "FAIL: $islectl not built (run make)"; exit 1; }
-[ -r "$data/X5.topofile" ] || { echo "SKIP: no X5 dump in $data (set ISLE_SHARED_DATA)"; exit 77; }
+for f in X5.topofile X5.map X5.spine X5.topology.conf; do
+	[ -r "$data/$f" ] || { echo "SKIP: test data $data/$f missing (set ISLE_TEST_DATA)"; exit 77; }
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-21-build.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT

@@ -18,7 +18,8 @@
 #  4. sbatch rejects a bad --isle-tp value with a message naming the option.
 #  5. A corrupted cluster file + `scontrol reconfigure`: the controller stays
 #     up, logs the file and the JSON path, falls back to default selection,
-#     new jobs run and running jobs survive; restoring the file reloads it.
+#     new jobs run and running jobs survive; restoring the file reloads it,
+#     and a warning about it (a spare switch) shows in slurmctld's log.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -146,13 +147,23 @@ done
 j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap true)
 isle_wait_job "$j" 60 || fail "job $j did not run under the fallback"
 
-cp "$work/isle.good.json" "$cfg"
+# Restored with one benign finding, a spare switch cabled to nothing: the
+# file loads and the warning reaches the controller's log.
+sed 's/^  "switches": \[$/&\n    {"name": "spare1", "level": "spine"},/' \
+	"$work/isle.good.json" >"$cfg"
 scontrol reconfigure || fail "second reconfigure failed"
 for _ in $(seq 1 60); do
 	scontrol show topology 2>/dev/null | grep -q "Status=ok" && break
 	sleep 0.5
 done
 scontrol show topology | grep -q "Status=ok" || fail "restored file not reloaded"
+want="isle: $cfg: \$.switches[0] (spare1): no nodes and no child switches"
+for _ in $(seq 1 60); do
+	grep -qF "$want" "$log" && break
+	sleep 0.5
+done
+grep -F "(spare1)" "$log" | tail -1
+grep -qF "$want" "$log" || fail "no loader warning in slurmctld's log: $want"
 ac=$(scontrol show job "${tp_jobs[0]}" | grep -o 'AdminComment=.*' || true)
 [[ $ac == *"isle: tp=8"* ]] || fail "decision line lost over restart: $ac"
 "$repo/build/bin/islectl" explain "${tp_jobs[0]}" >/dev/null || fail "record lost over restart"

@@ -3,7 +3,7 @@
  * JSON they produce (golden files in tests/golden/discover/), and merging
  * node JSON into the cluster model.
  *
- * Inputs come from $ISLE_SHARED_DATA/hwloc (default ../shared/data).
+ * Inputs come from hwloc/ of the shared test data (test_data.h).
  * ISLE_GOLDEN_UPDATE=1 rewrites the expected JSON files.
  */
 #include <errno.h>
@@ -22,6 +22,7 @@
 
 #include "isle_agent.h"
 #include "isle_topo.h"
+#include "test_data.h"
 
 #define GOLDEN "tests/golden/discover"
 
@@ -29,12 +30,10 @@ static char xml[512];
 
 static const char *hwloc_xml(const char *name)
 {
-	const char *d = getenv("ISLE_SHARED_DATA");
-	struct stat st;
+	char rel[256];
 
-	snprintf(xml, sizeof(xml), "%s/hwloc/%s",
-		 d && *d ? d : "../shared/data", name);
-	return stat(xml, &st) == 0 ? xml : NULL;
+	snprintf(rel, sizeof(rel), "hwloc/%s", name);
+	return test_data_path(xml, sizeof(xml), rel);
 }
 
 static isle_agent_node *discover(const char *name)
@@ -50,26 +49,6 @@ static isle_agent_node *discover(const char *name)
 	if (isle_agent_discover_hwloc(n, path, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	return n;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	long len;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0) {
-		rewind(fp);
-		buf = calloc(1, (size_t)len + 1);
-		if (buf && fread(buf, 1, (size_t)len, fp) != (size_t)len) {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(fp);
-	return buf;
 }
 
 /* Node JSON of n, with the input path reduced to its name. */
@@ -91,7 +70,7 @@ static void check_golden(isle_agent_node *n, const char *name)
 		fputs(text, fp);
 		assert_int_equal(fclose(fp), 0);
 	} else {
-		want = slurp(path);
+		want = test_read_file(path);
 		if (!want)
 			fail_msg("missing golden file %s", path);
 		if (strcmp(want, text) != 0)

@@ -487,8 +487,8 @@ static void test_nonfinite(void **state)
 }
 
 /*
- * Top-k on data that is all NaN (used to read out of bounds) or all
- * infinite: more non-finite values than k. The chunk decodes non-finite
+ * Top-k on data that is all NaN or all infinite: more non-finite values
+ * than k, and no read past the chunk. The chunk decodes non-finite
  * everywhere (NaN exactly), and the residual does not keep them.
  */
 static void test_topk_all_nonfinite(void **state)

@@ -5,7 +5,7 @@
  * Golden files live in tests/golden/ibnd/: every NAME.out or NAME.net input
  * has either NAME.summary (expected isle_ibnd_summary output) or NAME.err
  * (expected error, with the directory stripped from the path). Real dumps
- * from $ISLE_SHARED_DATA (default ../shared/data) are compared with
+ * from the shared test data (test_data.h) are compared with
  * shared-NAME.summary. ISLE_GOLDEN_UPDATE=1 rewrites the expected files.
  */
 #include <ctype.h>
@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "isle_topo.h"
+#include "test_data.h"
 
 #define GOLDEN "tests/golden/ibnd"
 
@@ -43,39 +44,11 @@ static int setup(void **state)
 	return 0;
 }
 
-static const char *shared_dir(void)
-{
-	const char *d = getenv("ISLE_SHARED_DATA");
-
-	return d && *d ? d : "../shared/data";
-}
-
 static int exists(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	long n;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0) {
-		rewind(fp);
-		buf = malloc((size_t)n + 1);
-		if (buf) {
-			len = fread(buf, 1, (size_t)n, fp);
-			buf[len] = '\0';
-		}
-	}
-	fclose(fp);
-	return buf;
 }
 
 static void spew(const char *path, const char *text)
@@ -103,7 +76,7 @@ static void check_golden(const char *expected_path, const char *text)
 		spew(expected_path, text);
 		return;
 	}
-	want = slurp(expected_path);
+	want = test_read_file(expected_path);
 	if (!want)
 		fail_msg("missing golden file %s", expected_path);
 	if (strcmp(want, text) != 0) {
@@ -193,17 +166,21 @@ static isle_ibnd_fabric *parse_shared(const char *file, const char *map,
 	struct isle_ibnd_opts o = {.flags = flags};
 	isle_ibnd_fabric *f = NULL;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(), file);
-	if (!exists(dump))
+	snprintf(m, sizeof(m), "ibnetdiscover/%s", file);
+	if (!test_data_path(dump, sizeof(dump), m))
 		return NULL;
 	if (map) {
-		snprintf(m, sizeof(m), "%s/ibnetdiscover/%s", shared_dir(),
-			 map);
+		snprintf(s, sizeof(s), "ibnetdiscover/%s", map);
+		if (!test_data_path(m, sizeof(m), s))
+			return NULL;
 		o.guid_map = m;
 	}
 	if (spine) {
-		snprintf(s, sizeof(s), "%s/ibnetdiscover/%s", shared_dir(),
-			 spine);
+		char rel[512];
+
+		snprintf(rel, sizeof(rel), "ibnetdiscover/%s", spine);
+		if (!test_data_path(s, sizeof(s), rel))
+			return NULL;
 		o.spine_map = s;
 	}
 	if (isle_ibnd_parse(dump, &o, &f, err, sizeof(err)) != 0)
@@ -278,9 +255,8 @@ static void test_ndr_into_model(void **state)
 	isle_topo *t;
 	int i, hosts_with_4 = 0;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
-		 "topograph-ndr-example.out");
-	if (!exists(dump))
+	if (!test_data_path(dump, sizeof(dump),
+			    "ibnetdiscover/topograph-ndr-example.out"))
 		skip();
 	t = isle_topo_create();
 	assert_non_null(t);
@@ -316,9 +292,8 @@ static void test_bad_dump_real(void **state)
 	char dump[512], err[512] = "";
 	isle_topo *t;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/%s", shared_dir(),
-		 "topograph-example-bad.out");
-	if (!exists(dump))
+	if (!test_data_path(dump, sizeof(dump),
+			    "ibnetdiscover/topograph-example-bad.out"))
 		skip();
 	t = isle_topo_create();
 	assert_int_equal(isle_ibnd_load(t, dump, NULL, err, sizeof(err)),
@@ -391,14 +366,11 @@ static void test_x5_matches_topology_conf(void **state)
 	isle_topo *t;
 	int checked = 0, i;
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
-		 shared_dir());
-	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
-	snprintf(spine, sizeof(spine), "%s/ibnetdiscover/X5.spine",
-		 shared_dir());
-	snprintf(conf, sizeof(conf), "%s/ibnetdiscover/X5.topology.conf",
-		 shared_dir());
-	if (!exists(dump) || !exists(conf))
+	if (!test_data_path(dump, sizeof(dump), "ibnetdiscover/X5.topofile") ||
+	    !test_data_path(map, sizeof(map), "ibnetdiscover/X5.map") ||
+	    !test_data_path(spine, sizeof(spine), "ibnetdiscover/X5.spine") ||
+	    !test_data_path(conf, sizeof(conf),
+			    "ibnetdiscover/X5.topology.conf"))
 		skip();
 	o.guid_map = map;
 	o.spine_map = spine;
@@ -417,7 +389,7 @@ static void test_x5_matches_topology_conf(void **state)
 	if (isle_topo_finalize(t, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 
-	text = slurp(conf);
+	text = test_read_file(conf);
 	assert_non_null(text);
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -485,10 +457,8 @@ static void test_node_subset(void **state)
 	    -EINVAL);
 	isle_topo_destroy(t);
 
-	snprintf(dump, sizeof(dump), "%s/ibnetdiscover/X5.topofile",
-		 shared_dir());
-	snprintf(map, sizeof(map), "%s/ibnetdiscover/X5.map", shared_dir());
-	if (!exists(dump) || !exists(map))
+	if (!test_data_path(dump, sizeof(dump), "ibnetdiscover/X5.topofile") ||
+	    !test_data_path(map, sizeof(map), "ibnetdiscover/X5.map"))
 		skip();
 	t = isle_topo_create();
 	o.guid_map = map;
@@ -878,7 +848,8 @@ static void test_text_around_dump(void **state)
 /* A dump cut short before the prompt still fails the cable check. */
 static void test_prompt_after_truncated_dump(void **state)
 {
-	char path[256], err[512], *full = slurp(GOLDEN "/prompt-around.out");
+	char path[256], err[512],
+	    *full = test_read_file(GOLDEN "/prompt-around.out");
 	isle_ibnd_fabric *f = NULL;
 	char *cut;
 

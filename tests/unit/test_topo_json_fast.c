@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "json_fast.h"
+#include "test_data.h"
 
 #ifndef GOLDEN_ROOT
 #define GOLDEN_ROOT "tests/golden"
@@ -45,28 +46,6 @@ struct tally {
 	int cases, plain_ok, jc_ok, both_reject;
 };
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)len + 1);
-		if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-			free(buf);
-			buf = NULL;
-		}
-		if (buf)
-			buf[len] = '\0';
-	}
-	fclose(f);
-	return buf;
-}
-
 static int add_file(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw)
 {
@@ -77,7 +56,7 @@ static int add_file(const char *path, const struct stat *st, int type,
 	if (corpus.n == MAX_FILES)
 		return 1;
 	corpus.path[corpus.n] = strdup(path);
-	corpus.text[corpus.n] = slurp(path);
+	corpus.text[corpus.n] = test_read_file(path);
 	if (!corpus.path[corpus.n] || !corpus.text[corpus.n])
 		return -1;
 	corpus.n++;

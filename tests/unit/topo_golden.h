@@ -9,23 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_data.h"
+
 /* Reads a whole file; the caller frees. Fails the test if it is missing. */
 static char *read_file(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long len;
+	char *buf = test_read_file(path);
 
-	if (!f)
+	if (!buf)
 		fail_msg("cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)len + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-	buf[len] = '\0';
-	fclose(f);
 	return buf;
 }
 
