@@ -1,7 +1,7 @@
 /*
  * bench_plan - time of loading a large plan: writes an N-rank plan (8 GPUs
  * per node, NVLink islands of 72 GPUs, leafs of 32 nodes), then times
- * isle_plan_load() and the per-level grouping every rank computes in
+ * isle_plan_read() and the per-level grouping every rank computes in
  * isle_comm_create() (isle__build_groups). Prints the times; asserts none.
  *
  *   build/tests/bench_plan [NRANKS]      (default 65536)
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 	if (write_plan(path, n))
 		goto out;
 	t0 = now();
-	if (isle_plan_load(path, &c.plan, err, sizeof(err))) {
+	if (isle_plan_read(path, &c.plan, err, sizeof(err))) {
 		fprintf(stderr, "bench_plan: %s\n", err);
 		goto out;
 	}

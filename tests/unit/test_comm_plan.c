@@ -101,7 +101,7 @@ static void test_golden(void **state)
 			continue;
 		snprintf(exp, sizeof(exp), "%.*s.%s", (int)(len - 5), name,
 			 name[0] == 'g' ? "out" : "err");
-		rc = isle_plan_load(name, &p, err, sizeof(err));
+		rc = isle_plan_read(name, &p, err, sizeof(err));
 		if (!strncmp(name, "good-", 5)) {
 			char *text, *text2;
 
@@ -142,7 +142,7 @@ static void test_missing_file(void **state)
 	char err[256];
 
 	assert_int_equal(
-	    isle_plan_load("/nonexistent/plan.json", &p, err, sizeof(err)),
+	    isle_plan_read("/nonexistent/plan.json", &p, err, sizeof(err)),
 	    -ENOENT);
 	assert_null(p);
 	assert_non_null(strstr(err, "/nonexistent/plan.json"));
