@@ -298,7 +298,7 @@ ISLE_PROTO_API int isle_record_name_parse(const char *name, uint32_t *job_id);
 /*
  * Reads a decision record: *out is its JSON root (a json_object *, owned
  * by the caller: json_object_put). Checks that it is an object with the
- * fields every record has (job_id, line and why). -ENOENT, -EINVAL, -ENOMEM
+ * fields every record has (job_id, line). -ENOENT, -EINVAL, -ENOMEM
  * with err naming the file.
  */
 ISLE_PROTO_API int isle_record_read(const char *path, void **out, char *err,

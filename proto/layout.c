@@ -87,7 +87,6 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 	} required[] = {
 	    {"job_id", json_type_int},
 	    {"line", json_type_string},
-	    {"why", json_type_string},
 	};
 	json_object *o, *v;
 	FILE *f;
@@ -101,10 +100,12 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 	fclose(f);
 	o = json_object_from_file(path);
 	if (!o)
-		return errf(err, errlen, -EINVAL, "%s: not valid JSON", path);
+		return errf(err, errlen, -EINVAL, "%s: not a valid decision record (not JSON)",
+			    path);
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		return errf(err, errlen, -EINVAL, "%s: $: expected an object",
+		return errf(err, errlen, -EINVAL, "%s: not a valid decision record ($: "
+			    "expected an object)",
 			    path);
 	}
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
@@ -112,7 +113,9 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 		    !json_object_is_type(v, required[i].type)) {
 			json_object_put(o);
 			return errf(err, errlen, -EINVAL,
-				    "%s: $.%s: missing or not %s", path,
+				    "%s: not a valid decision record ($.%s: "
+				    "missing or not %s)",
+				    path,
 				    required[i].key,
 				    required[i].type == json_type_int
 					? "an integer"
