@@ -230,8 +230,8 @@ static double island_bw(const struct isle__plan *p)
 }
 
 static int set_level(struct isle__plan *p, struct isle__plan_level *l,
-		      isle_scope s, isle_tier tier,
-		      const struct isle__plan_req *req)
+		     isle_scope s, isle_tier tier,
+		     const struct isle__plan_req *req)
 {
 	const isle_topo *t = p->topo;
 	const char *codec;
@@ -264,7 +264,8 @@ static int set_level(struct isle__plan *p, struct isle__plan_level *l,
 static int build_levels(struct isle__plan *p, const int *nodes, int nnodes,
 			const struct isle__plan_req *req)
 {
-	static const isle_scope cand[] = {ISLE_SCOPE_ISLAND, ISLE_SCOPE_NODE, ISLE_SCOPE_LEAF};
+	static const isle_scope cand[] = {ISLE_SCOPE_ISLAND, ISLE_SCOPE_NODE,
+					  ISLE_SCOPE_LEAF};
 	static const isle_tier cand_tier[] = {ISLE_TIER_ISLAND, ISLE_TIER_NODE,
 					      ISLE_TIER_LEAF};
 	isle_scope kept[4];
@@ -304,8 +305,8 @@ static int build_levels(struct isle__plan *p, const int *nodes, int nnodes,
 	}
 	p->nlevels = nkept;
 	for (int i = 0; i < nkept; i++) {
-		int rc = set_level(p, &p->levels[i], kept[i], kept_tier[i],
-				   req);
+		int rc =
+		    set_level(p, &p->levels[i], kept[i], kept_tier[i], req);
 
 		if (rc)
 			return rc;

@@ -110,7 +110,7 @@ static int group_first(const struct isle_comm *c, const struct isle__groups *g,
 
 	group_key(c, g, p, l, i, key);
 	h = (size_t)isle_fnv1a(ISLE_FNV1A_INIT, key,
-				sizeof(int) * (size_t)(l + 1)) &
+			       sizeof(int) * (size_t)(l + 1)) &
 	    (cap - 1);
 	for (;; h = (h + 1) & (cap - 1)) {
 		if (slot[h] < 0) {

@@ -72,11 +72,13 @@ $(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm
 # as empty compatibility libraries), checked.
 SHLIBS += $(B)/lib/libisle_preload.so
 $(B)/comm_shim/preload.o: CPPFLAGS += -DISLE_CUDA_MAJOR=$(if $(CUDA_MAJOR),$(shell echo $$(($(CUDA_MAJOR) / 1000))),0)
-$(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o comm_shim/libisle_preload.map
+# proto's libc-only plan scan comes in as an object (plan_scan.o).
+$(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o $(B)/proto/plan_scan.o \
+		comm_shim/libisle_preload.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--as-needed -Wl,-soname,libisle_preload.so \
 		-Wl,--version-script=comm_shim/libisle_preload.map -Wl,--no-undefined \
-		-o $@.tmp $(B)/comm_shim/preload.o -ldl
+		-o $@.tmp $(B)/comm_shim/preload.o $(B)/proto/plan_scan.o -ldl
 	@bad=$$(readelf -d $@.tmp | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | \
 		grep -Ev '^lib(c|m|dl|pthread)\.so\.[0-9]+$$'); \
 		if [ -n "$$bad" ]; then echo "$@: must need libc only, not: $$bad" >&2; \

@@ -43,9 +43,8 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 	int kind = -1;
 
 	if (!spec || strlen(spec) >= sizeof(buf))
-		return errf(err, errlen, -EINVAL,
-				       "bad codec spec '%s'",
-				       spec ? spec : "(null)");
+		return errf(err, errlen, -EINVAL, "bad codec spec '%s'",
+			    spec ? spec : "(null)");
 	strcpy(buf, spec);
 	flag = strchr(buf, ',');
 	if (flag)
@@ -58,9 +57,9 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 			kind = k;
 	if (kind < 0)
 		return errf(err, errlen, -EINVAL,
-				       "unknown codec '%s' (none, fp16, bf16, "
-				       "int8[:BLOCK], topk:RATIO)",
-				       spec);
+			    "unknown codec '%s' (none, fp16, bf16, "
+			    "int8[:BLOCK], topk:RATIO)",
+			    spec);
 
 	memset(c, 0, sizeof(*c));
 	c->kind = (isle_codec_kind)kind;
@@ -72,23 +71,23 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 
 		if (!*param || *end || b < 8 || b > 65536 || b % 8)
 			return errf(err, errlen, -EINVAL,
-					       "codec '%s': block must be a "
-					       "multiple of 8 in 8..65536",
-					       spec);
+				    "codec '%s': block must be a "
+				    "multiple of 8 in 8..65536",
+				    spec);
 		c->block = (uint32_t)b;
 	} else if (kind == ISLE_CODEC_TOPK) {
 		double r = param ? strtod(param, &end) : 0;
 
 		if (!param || !*param || *end || !(r > 0 && r <= 1))
 			return errf(err, errlen, -EINVAL,
-					       "codec '%s': topk needs a ratio "
-					       "in (0, 1], e.g. topk:0.01",
-					       spec);
+				    "codec '%s': topk needs a ratio "
+				    "in (0, 1], e.g. topk:0.01",
+				    spec);
 		c->ratio = r;
 	} else if (param) {
 		return errf(err, errlen, -EINVAL,
-				       "codec '%s': %s takes no parameter",
-				       spec, kind_names[kind]);
+			    "codec '%s': %s takes no parameter", spec,
+			    kind_names[kind]);
 	}
 
 	if (flag) {
@@ -98,9 +97,9 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 			c->error_feedback = 0;
 		else
 			return errf(err, errlen, -EINVAL,
-					       "codec '%s': flag must be ef or "
-					       "noef",
-					       spec);
+				    "codec '%s': flag must be ef or "
+				    "noef",
+				    spec);
 	}
 	return 0;
 }
@@ -138,4 +137,3 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 				ef);
 	}
 }
-

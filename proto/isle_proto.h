@@ -135,7 +135,8 @@ struct isle_plan {
 	int nranks;
 	struct isle_plan_rank *ranks; /* indexed by rank (MPI_COMM_WORLD) */
 	int nlevels;		      /* 1..ISLE_PLAN_MAX_LEVELS */
-	struct isle_plan_level levels[ISLE_PLAN_MAX_LEVELS]; /* tightest first */
+	struct isle_plan_level
+	    levels[ISLE_PLAN_MAX_LEVELS]; /* tightest first */
 };
 
 /*
@@ -172,6 +173,19 @@ ISLE_PROTO_API uint64_t isle_plan_hash(const struct isle_plan *plan);
 /* FNV-1a over data, continuing from h (start: ISLE_FNV1A_INIT). */
 #define ISLE_FNV1A_INIT 1469598103934665603ull
 ISLE_PROTO_API uint64_t isle_fnv1a(uint64_t h, const void *data, size_t len);
+
+/*
+ * libc only (proto/plan_scan.c, linked into libisle_preload.so as an
+ * object): 1 if a codec spec asks for compression (not "none"), and 1 if
+ * plan text names a codec other than "none" on some level. A text scan,
+ * no validation: callers that act on the plan use isle_plan_read.
+ */
+ISLE_PROTO_API int isle_codec_spec_compresses(const char *spec);
+ISLE_PROTO_API int isle_plan_text_compresses(const char *text);
+
+/* Environment variable that hands a task its plan file (set by the SPANK
+ * plugin, read by the shim). */
+#define ISLE_PLAN_ENV "ISLE_PLAN"
 
 /* Frees plan and everything it owns; NULL is a no-op. */
 ISLE_PROTO_API void isle_plan_destroy(struct isle_plan *plan);

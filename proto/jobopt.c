@@ -86,8 +86,8 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 {
 	static const char *const modes[] = {[ISLE_JOB_REQUIRED] = "required",
 					    [ISLE_JOB_PREFERRED] = "preferred"};
-	static const char *const shims[] = {[ISLE_SHIM_AUTO] = "auto",
-					    [ISLE_SHIM_OFF] = "off"};
+	static const char *const shims[] = {
+	    [ISLE_SHIM_AUTO] = "auto", [ISLE_SHIM_OFF] = "off"};
 	int rc = -EINVAL;
 
 	if (opt <= 0 || opt >= ISLE_OPT_COUNT)

@@ -64,8 +64,8 @@ int isle_record_name_parse(const char *name, uint32_t *job_id)
 	unsigned long id;
 	char *end;
 
-	if (strncmp(name, RECORD_PREFIX, strlen(RECORD_PREFIX)) ||
-	    *p < '0' || *p > '9')
+	if (strncmp(name, RECORD_PREFIX, strlen(RECORD_PREFIX)) || *p < '0' ||
+	    *p > '9')
 		return -EINVAL;
 	errno = 0;
 	id = strtoul(p, &end, 10);
@@ -100,11 +100,12 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 	fclose(f);
 	o = json_object_from_file(path);
 	if (!o)
-		return errf(err, errlen, -EINVAL, "%s: not a valid decision record (not JSON)",
-			    path);
+		return errf(err, errlen, -EINVAL,
+			    "%s: not a valid decision record (not JSON)", path);
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		return errf(err, errlen, -EINVAL, "%s: not a valid decision record ($: "
+		return errf(err, errlen, -EINVAL,
+			    "%s: not a valid decision record ($: "
 			    "expected an object)",
 			    path);
 	}
@@ -115,8 +116,7 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 			return errf(err, errlen, -EINVAL,
 				    "%s: not a valid decision record ($.%s: "
 				    "missing or not %s)",
-				    path,
-				    required[i].key,
+				    path, required[i].key,
 				    required[i].type == json_type_int
 					? "an integer"
 					: "a string");

@@ -4,7 +4,8 @@
 # agent, comm_shim (libislecomm.so and the MPI/NCCL backends), the Slurm
 # plugins, islectl and the fuzz targets link it.
 
-PROTO_SRCS := proto/plan.c proto/codec.c proto/jobopt.c proto/layout.c
+PROTO_SRCS := proto/plan.c proto/plan_scan.c proto/codec.c proto/jobopt.c \
+	      proto/layout.c
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS   += $(PROTO_OBJS)
 PROTO_LDLIBS := -ljson-c

@@ -178,8 +178,8 @@ struct jctx {
 };
 
 #define JERR(cx, rc, fmt, ...)                                                 \
-	errf((cx)->err, (cx)->errlen, (rc), "%s: " fmt, (cx)->file, \
-			##__VA_ARGS__)
+	errf((cx)->err, (cx)->errlen, (rc), "%s: " fmt, (cx)->file,            \
+	     ##__VA_ARGS__)
 
 /* Looks up key; *v is NULL when absent. Wrong type is an error. */
 static int jget(struct jctx *cx, json_object *obj, const char *path,
@@ -392,13 +392,11 @@ int isle_plan_parse(const char *json, size_t len, const char *name,
 
 	*out = NULL;
 	if (len > INT32_MAX)
-		return errf(err, errlen, -EINVAL, "%s: too large",
-				       cx.file);
+		return errf(err, errlen, -EINVAL, "%s: too large", cx.file);
 	tok = json_tokener_new();
 	p = calloc(1, sizeof(*p));
 	if (!tok || !p) {
-		rc = errf(err, errlen, -ENOMEM, "%s: out of memory",
-				     cx.file);
+		rc = errf(err, errlen, -ENOMEM, "%s: out of memory", cx.file);
 		goto out;
 	}
 	root = json_tokener_parse_ex(tok, json, (int)len);
@@ -411,16 +409,15 @@ int isle_plan_parse(const char *json, size_t len, const char *name,
 			line += json[i] == '\n';
 		if (root && e == json_tokener_success)
 			rc = errf(err, errlen, -EINVAL,
-					     "%s:%d: trailing data after the "
-					     "JSON object",
-					     cx.file, line);
+				  "%s:%d: trailing data after the "
+				  "JSON object",
+				  cx.file, line);
 		else
 			rc = errf(err, errlen, -EINVAL,
-					     "%s:%d: invalid JSON: %s", cx.file,
-					     line,
-					     e == json_tokener_continue
-						 ? "unexpected end of file"
-						 : json_tokener_error_desc(e));
+				  "%s:%d: invalid JSON: %s", cx.file, line,
+				  e == json_tokener_continue
+				      ? "unexpected end of file"
+				      : json_tokener_error_desc(e));
 		goto out;
 	}
 	if (!(p->source = strdup(cx.file))) {
@@ -455,8 +452,7 @@ int isle_plan_read(const char *path, struct isle_plan **out, char *err,
 	f = fopen(path, "r");
 	if (!f) {
 		rc = -errno;
-		return errf(err, errlen, rc, "%s: %s", path,
-				       strerror(-rc));
+		return errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	}
 	do {
 		if (len + 4096 > cap) {
@@ -465,8 +461,7 @@ int isle_plan_read(const char *path, struct isle_plan **out, char *err,
 			cap = cap ? cap * 2 : 65536;
 			if (cap > (64u << 20)) {
 				rc = errf(err, errlen, -EINVAL,
-						     "%s: larger than 64 MiB",
-						     path);
+					  "%s: larger than 64 MiB", path);
 				goto out;
 			}
 			if (!(nb = realloc(buf, cap))) {

@@ -43,7 +43,7 @@
 #include "spank_isle.h"
 
 #define ISLE_TOPO_PLUGIN_ID 190 /* unused by Slurm's topology plugins */
-#define ISLE_EXPLAIN_MAX 16 /* candidates kept per decision */
+#define ISLE_EXPLAIN_MAX 16	/* candidates kept per decision */
 
 /* One group of nodes that names can refer to (get_bitmap, whole_topo). */
 struct isle__group {

@@ -317,7 +317,8 @@ static char *_path(const char *dir, uint32_t job_id, const char *suffix)
 
 static int _write_record(const char *dir, uint32_t job_id, const char *rec)
 {
-	char *path = _path(dir, job_id, ""), *tmp = _path(dir, job_id, ISLE_RECORD_PARTIAL);
+	char *path = _path(dir, job_id, ""),
+	     *tmp = _path(dir, job_id, ISLE_RECORD_PARTIAL);
 	size_t len = strlen(rec), off = 0;
 	int fd = -1, rc = -ENOMEM;
 

@@ -36,9 +36,13 @@ static void _options_fill(void)
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
 		const struct isle_job_opt_desc *d = isle_job_opt_desc(opt);
 
-		isle_options[opt - 1] = (struct spank_option){
-		    (char *)d->name, (char *)d->arginfo, (char *)d->usage, 1,
-		    opt, _opt_cb};
+		isle_options[opt - 1] =
+		    (struct spank_option){(char *)d->name,
+					  (char *)d->arginfo,
+					  (char *)d->usage,
+					  1,
+					  opt,
+					  _opt_cb};
 	}
 	isle_options[ISLE_OPT_COUNT - 1] =
 	    (struct spank_option)SPANK_OPTIONS_TABLE_END;

@@ -49,16 +49,15 @@ static int _load_options(spank_t sp, struct isle__spank_state *st)
 	char err[256];
 
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		struct spank_option o = {.name =
-					     (char *)isle_job_opt_desc(opt)->name,
-					 .has_arg = 1,
-					 .val = opt};
+		struct spank_option o = {
+		    .name = (char *)isle_job_opt_desc(opt)->name,
+		    .has_arg = 1,
+		    .val = opt};
 		char *val = NULL;
 
 		if (spank_option_getopt(sp, &o, &val) != ESPANK_SUCCESS || !val)
 			continue;
-		if (isle_job_opt_parse(&st->user, opt, val, err,
-					  sizeof(err))) {
+		if (isle_job_opt_parse(&st->user, opt, val, err, sizeof(err))) {
 			slurm_error("isle: %s", err);
 			return -1;
 		}
@@ -392,7 +391,7 @@ static const char *_compress(const struct isle__spank_state *st, char *buf,
 	if ((st->user.set & (1u << ISLE_OPT_COMPRESS)) ||
 	    st->job.codec.kind != ISLE_CODEC_NONE)
 		return isle_job_opt_format(&st->job, ISLE_OPT_COMPRESS, buf,
-					     len);
+					   len);
 	return NULL;
 }
 

@@ -189,15 +189,13 @@ int isle__spank_resolve(const struct isle__spank_policy *p,
 	out->set = set;
 
 	if (out->tp > p->max_tp) {
-		snprintf(err, errlen,
-			 "--%s=%d exceeds the site limit max_tp=%d",
-			 isle_job_opt_desc(ISLE_OPT_TP)->name, out->tp,
-			 p->max_tp);
+		snprintf(
+		    err, errlen, "--%s=%d exceeds the site limit max_tp=%d",
+		    isle_job_opt_desc(ISLE_OPT_TP)->name, out->tp, p->max_tp);
 		return -EINVAL;
 	}
 	if (!(p->allowed_codecs & (1u << out->codec.kind))) {
-		snprintf(err, errlen,
-			 "--%s=%s is not allowed on this cluster",
+		snprintf(err, errlen, "--%s=%s is not allowed on this cluster",
 			 isle_job_opt_desc(ISLE_OPT_COMPRESS)->name,
 			 isle_codec_kind_name(out->codec.kind));
 		return -EINVAL;
@@ -207,7 +205,8 @@ int isle__spank_resolve(const struct isle__spank_policy *p,
 		out->shim = ISLE_SHIM_OFF;
 	if (out->codec.kind != ISLE_CODEC_NONE && out->shim == ISLE_SHIM_OFF &&
 	    (set & (1u << ISLE_OPT_COMPRESS))) {
-		snprintf(err, errlen, "--%s=%s needs the isle shim, which is %s",
+		snprintf(err, errlen,
+			 "--%s=%s needs the isle shim, which is %s",
 			 isle_job_opt_desc(ISLE_OPT_COMPRESS)->name,
 			 isle_codec_kind_name(out->codec.kind),
 			 p->shim_path[0] ? "off (--isle-shim=off)"

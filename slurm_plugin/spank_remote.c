@@ -373,7 +373,7 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 			 task_gid, node, task_gid, plan_node);
 		_say_shim_off(job_id, node, why);
 	}
-	spank_setenv(sp, "ISLE_PLAN", path, 1);
+	spank_setenv(sp, ISLE_PLAN_ENV, path, 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_NCCL_XML);
 	if (!access(path, R_OK))
 		spank_setenv(sp, "NCCL_TOPO_FILE", path, 0);

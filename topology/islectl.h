@@ -21,6 +21,23 @@ struct isle__cmd {
 #include <stddef.h>
 #include <stdio.h>
 
+#include "isle_topo.h"
+
+#define ISLECTL_EXIT_USAGE 2
+
+/* The program name in messages. */
+extern const char *const isle__ctl_prog;
+
+/* Loads FILE or prints the error; NULL on failure. */
+isle_topo *isle__ctl_load(const char *path);
+/* -o FILE for writing, or stdout for NULL and "-"; NULL (said) on error. */
+FILE *isle__ctl_open_out(const char *path);
+/* Closes (or flushes stdout); 1 and a message on a write error, else 0. */
+int isle__ctl_close_out(FILE *f, const char *path);
+
+/* `islectl dot`: islectl_dot.c. */
+int isle__cmd_dot(int argc, char **argv);
+
 /* `islectl explain JOBID`: islectl_explain.c. */
 int isle__cmd_explain(int argc, char **argv);
 

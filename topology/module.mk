@@ -16,7 +16,8 @@ $(B)/libisle_topo.a: $(TOPO_OBJS)
 
 # islectl: one file per subcommand beside islectl.c (see topology/islectl.h);
 # formats of other modules come through libisle_proto.a.
-ISLECTL_OBJS := $(B)/topology/islectl.o $(B)/topology/islectl_explain.o
+ISLECTL_OBJS := $(B)/topology/islectl.o $(B)/topology/islectl_dot.o \
+		$(B)/topology/islectl_explain.o
 ALL_OBJS += $(ISLECTL_OBJS)
 BINS += $(B)/bin/islectl
 $(B)/bin/islectl: $(ISLECTL_OBJS) $(B)/libisle_topo.a $(B)/libisle_proto.a

@@ -303,8 +303,8 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 
 	if (!json_object_is_type(root, json_type_object))
 		return jerr(c, "$", "should be an object");
-	rc = get_int(c, root, "$", ISLE_NODE_JSON_KEY, -1, INT32_MIN,
-		     INT32_MAX, &version);
+	rc = get_int(c, root, "$", ISLE_NODE_JSON_KEY, -1, INT32_MIN, INT32_MAX,
+		     &version);
 	if (rc < 0)
 		return rc;
 	if (version != ISLE_NODE_JSON_VERSION)

@@ -126,7 +126,7 @@ static void test_plan_golden(void **state)
 		size_t len = strlen(name);
 		char exp[512], err[512] = "";
 		struct isle_plan *p = NULL, *p2 = NULL;
-		int rc;
+		int rc, compressed = 0;
 
 		if (len < 6 || strcmp(name + len - 5, ".json"))
 			continue;
@@ -140,6 +140,13 @@ static void test_plan_golden(void **state)
 				fail_msg("%s: %s", name, err);
 			assert_int_equal(p->version, ISLE_PLAN_VERSION);
 			text = plan_text(p);
+			/* The preload's libc-only scan agrees with the
+			 * reader. */
+			for (int j = 0; j < p->nlevels; j++)
+				compressed |=
+				    p->levels[j].codec.kind != ISLE_CODEC_NONE;
+			assert_int_equal(isle_plan_text_compresses(text),
+					 compressed);
 			expect_file(exp, text);
 			/* What the writer emits reads back the same. */
 			rc = isle_plan_parse(text, strlen(text), name, &p2, err,
@@ -211,14 +218,15 @@ static void codec_line(FILE *o, char *spec)
 		fprintf(o, "%-24s error: %s\n", spec, err);
 		return;
 	}
-	assert_true(isle_codec_format(&c, buf, sizeof(buf)) <
-		    (int)sizeof(buf));
+	assert_true(isle_codec_format(&c, buf, sizeof(buf)) < (int)sizeof(buf));
 	/* The canonical form parses to the same codec and formats alike. */
 	assert_int_equal(isle_codec_parse(buf, &d, err, sizeof(err)), 0);
 	isle_codec_format(&d, again, sizeof(again));
 	assert_string_equal(buf, again);
 	assert_int_equal(c.kind, d.kind);
 	assert_int_equal(c.error_feedback, d.error_feedback);
+	assert_int_equal(isle_codec_spec_compresses(spec),
+			 c.kind != ISLE_CODEC_NONE);
 	fprintf(o, "%-24s %s (kind %s, block %u, ef %d)\n", spec, buf,
 		isle_codec_kind_name(c.kind), c.block, c.error_feedback);
 }
@@ -304,7 +312,7 @@ static void test_jobopt_table(void **state)
 static void test_layout_golden(void **state)
 {
 	static const char *const names[] = {
-	    "job_42.json", "job_42.json.new", "job_0.json", "job_x.json",
+	    "job_42.json",  "job_42.json.new",	   "job_0.json", "job_x.json",
 	    "job_42.jsonx", "job_4294967296.json", "other.json", "job_.json"};
 	struct out o;
 	char buf[256], dir[256];
@@ -322,23 +330,21 @@ static void test_layout_golden(void **state)
 	unsetenv("SLURM_CONF");
 	assert_int_equal(isle_cluster_file_path("", buf, sizeof(buf)), 0);
 	fprintf(o.f, "cluster, no SLURM_CONF: %s\n", buf);
-	assert_int_equal(isle_cluster_file_path("/opt/slurm/etc/", buf,
-						sizeof(buf)),
-			 0);
+	assert_int_equal(
+	    isle_cluster_file_path("/opt/slurm/etc/", buf, sizeof(buf)), 0);
 	fprintf(o.f, "cluster, conf dir /opt/slurm/etc/: %s\n", buf);
 	assert_int_equal(isle_cluster_file_path("/", buf, sizeof(buf)), 0);
 	fprintf(o.f, "cluster, conf dir /: %s\n", buf);
-	assert_int_equal(isle_cluster_file_path("/etc", buf, 8),
-			 -ENAMETOOLONG);
+	assert_int_equal(isle_cluster_file_path("/etc", buf, 8), -ENAMETOOLONG);
 
 	assert_int_equal(isle_record_dir("/var/spool/slurm", dir, sizeof(dir)),
 			 0);
 	fprintf(o.f, "records: %s\n", dir);
 	assert_int_equal(isle_record_path(dir, 42, "", buf, sizeof(buf)), 0);
 	fprintf(o.f, "record 42: %s\n", buf);
-	assert_int_equal(isle_record_path(dir, 42, ISLE_RECORD_PARTIAL, buf,
-					  sizeof(buf)),
-			 0);
+	assert_int_equal(
+	    isle_record_path(dir, 42, ISLE_RECORD_PARTIAL, buf, sizeof(buf)),
+	    0);
 	fprintf(o.f, "record 42 being written: %s\n", buf);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		int rc;
@@ -346,7 +352,7 @@ static void test_layout_golden(void **state)
 		id = 0;
 		rc = isle_record_name_parse(names[i], &id);
 		fprintf(o.f, "name %s: %s id %u\n", names[i],
-			rc == 0		  ? "record"
+			rc == 0		? "record"
 			: rc == -EAGAIN ? "partial"
 					: "not a record",
 			rc == -EINVAL ? 0 : id);

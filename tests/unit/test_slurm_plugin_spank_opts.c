@@ -91,21 +91,22 @@ static void test_env_roundtrip(void **state)
 		    isle_job_opt_format(&job, opt, buf, sizeof(buf));
 
 		if (isle_job_env_parse(&back, opt, v, err, sizeof(err)))
-			fail_msg("%s=%s: %s", isle_job_opt_desc(opt)->env, v, err);
+			fail_msg("%s=%s: %s", isle_job_opt_desc(opt)->env, v,
+				 err);
 	}
 	assert_int_equal(back.tp, 8);
 	assert_int_equal(back.span, ISLE_TIER_CORE);
 	assert_int_equal(back.mode, job.mode);
 	assert_int_equal(back.set, (1u << ISLE_OPT_COUNT) - 2);
-	assert_int_equal(isle_job_env_parse(&back, ISLE_OPT_TP, "65536", err,
-					       sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    isle_job_env_parse(&back, ISLE_OPT_TP, "65536", err, sizeof(err)),
+	    -EINVAL);
 	assert_string_equal(
 	    err,
 	    "invalid --isle-tp '65536': expected an integer from 1 to 1024");
-	assert_int_equal(isle_job_env_parse(&back, ISLE_OPT_SPAN, "rack",
-					       err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    isle_job_env_parse(&back, ISLE_OPT_SPAN, "rack", err, sizeof(err)),
+	    -EINVAL);
 }
 
 static void test_compress(void **state)
@@ -209,8 +210,7 @@ static void test_resolve(void **state)
 	    isle_job_opt_format(&out, ISLE_OPT_MODE, buf, sizeof(buf)),
 	    "required");
 	assert_string_equal(
-	    isle_job_opt_format(&out, ISLE_OPT_SPAN, buf, sizeof(buf)),
-	    "core");
+	    isle_job_opt_format(&out, ISLE_OPT_SPAN, buf, sizeof(buf)), "core");
 	assert_string_equal(isle_job_opt_desc(ISLE_OPT_TP)->env, "ISLE_TP");
 	assert_null(isle_job_opt_desc(ISLE_OPT_COUNT));
 
