@@ -131,7 +131,7 @@ struct isle_plan_level {
 struct isle_plan {
 	int version;  /* ISLE_PLAN_VERSION */
 	char *job_id; /* may be NULL */
-	char *source; /* file name it came from (reader), or NULL */
+	char *source; /* file it was read from, or what made it; may be NULL */
 	int nranks;
 	struct isle_plan_rank *ranks; /* indexed by rank (MPI_COMM_WORLD) */
 	int nlevels;		      /* 1..ISLE_PLAN_MAX_LEVELS */
