@@ -130,7 +130,7 @@ CC          ?= gcc
 CFLAGS      ?= -O2 -g
 CFLAGS      += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
                -fPIC -fvisibility=hidden -MMD -MP -pthread
-CPPFLAGS    += -D_GNU_SOURCE -Itopology -Iplacement -Iagent -Icomm_shim
+CPPFLAGS    += -D_GNU_SOURCE -Iproto -Itopology -Iplacement -Iagent -Icomm_shim
 LDFLAGS     += -pthread
 LDLIBS      +=
 
@@ -185,6 +185,7 @@ $(SLURM_TREE_STAMP): FORCE
 	@echo '$(SLURM_VER) $(SLURM_SRC) $(SLURM_PREFIX)' | cmp -s - $@ || \
 		echo '$(SLURM_VER) $(SLURM_SRC) $(SLURM_PREFIX)' >$@
 
+include proto/module.mk
 include topology/module.mk
 include placement/module.mk
 include agent/module.mk

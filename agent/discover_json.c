@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent_priv.h"
+#include "isle_proto.h"
 #include "isle_topo.h"
 
 static const char *const nvlink_source_names[] = {
@@ -107,7 +108,7 @@ char *isle_agent_node_to_json(const isle_agent_node *n)
 
 	if (!root)
 		return NULL;
-	json_object_object_add(root, "isle_node",
+	json_object_object_add(root, ISLE_NODE_JSON_KEY,
 			       json_object_new_int(ISLE_NODE_JSON_VERSION));
 	json_object_object_add(root, "hostname", str_or_null(n->hostname));
 	json_object_object_add(root, "source", str_or_null(n->source));

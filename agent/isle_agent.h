@@ -23,8 +23,6 @@
 extern "C" {
 #endif
 
-#define ISLE_NODE_JSON_VERSION 1
-
 /* Where the NVLink matrix came from; "none" means unknown, not absent. */
 typedef enum isle_nvlink_source {
 	ISLE_NVLINK_NONE = 0, /* nothing said anything about NVLink */

@@ -14,13 +14,15 @@ $(B)/libisle_agent.a: $(AGENT_OBJS)
 AGENT_LDLIBS := -lhwloc -libverbs -ldl
 
 BINS += $(B)/bin/isle-agent
-$(B)/bin/isle-agent: $(B)/agent/isle-agent.o $(B)/libisle_agent.a $(B)/libisle_topo.a
+$(B)/bin/isle-agent: $(B)/agent/isle-agent.o $(B)/libisle_agent.a $(B)/libisle_topo.a \
+		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LDLIBS) $(TOPO_LDLIBS) $(LDLIBS)
 
 AGENT_TESTS := $(B)/tests/test_agent_discover
 UNIT_TESTS += $(AGENT_TESTS)
 $(AGENT_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_agent.a $(B)/libisle_topo.a \
+		$(B)/libisle_proto.a \
 		| $(B)/tests/libfake_nvml.so
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LDLIBS) $(TOPO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
@@ -32,8 +34,8 @@ $(B)/tests/libfake_nvml.so: $(B)/tests/unit/fake_nvml.o
 	$(CC) $(LDFLAGS) -shared -o $@ $^
 
 # --- `isle-agent plan`: the per-job plan written by the SPANK job prolog
-# (agent/plan*.c). Its unit test reads the plans back with comm_shim's own
-# reader.
+# (agent/plan*.c). Its unit test reads the plans back with proto's reader,
+# the one the shim uses.
 PLAN_SRCS := agent/plan_util.c agent/plan_build.c agent/plan_emit.c \
 	     agent/plan_rundir.c agent/plan_cmd.c
 PLAN_OBJS := $(PLAN_SRCS:%.c=$(B)/%.o)
@@ -42,8 +44,7 @@ $(B)/libisle_agent.a: $(PLAN_OBJS)
 
 UNIT_TESTS += $(B)/tests/test_agent_plan
 $(B)/tests/test_agent_plan: $(B)/tests/unit/test_agent_plan.o \
-		$(B)/libisle_agent.a $(B)/libisle_topo.a $(B)/libisle_comm.a
+		$(B)/libisle_agent.a $(B)/libisle_topo.a $(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LDLIBS) $(COMM_LDLIBS) $(TOPO_LDLIBS) \
+	$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LDLIBS) $(PROTO_LDLIBS) $(TOPO_LDLIBS) \
 		$(CMOCKA_LIBS) $(LDLIBS)
-$(B)/tests/unit/test_agent_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)

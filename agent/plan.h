@@ -8,13 +8,14 @@
  * --rank-order topology; block distribution as srun uses by default) onto
  * islands, leaf groups and NICs, picks a codec per communication level from the
  * admin policy and the user's --isle-compress, and writes into a fresh
- * directory <rundir>/<jobid>/:
- *   plan.json      the plan read by comm_shim (docs/plan.md)
- *   nccl-topo.xml  an NCCL topology file for this node (NCCL_TOPO_FILE,
- *                  topology's isle_emit_nccl_xml)
- *   nccl.env       NAME=VALUE lines for NCCL suited to this node's rails
+ * directory <rundir>/<jobid>/ (file names: ISLE_RUNDIR_* in isle_proto.h):
+ *   the plan       read by comm_shim (docs/plan.md), written by proto's
+ *                  isle_plan_write
+ *   NCCL topology  for this node (NCCL_TOPO_FILE, topology's
+ *                  isle_emit_nccl_xml)
+ *   NCCL env       NAME=VALUE lines for NCCL suited to this node's rails
  * or, when the plan cannot be made, only
- *   error          one line saying why (the SPANK plugin prints it to the
+ *   the error      one line saying why (the SPANK plugin prints it to the
  *                  job's stderr and leaves the shim off).
  * `plan remove` deletes the directory at job end.
  *
@@ -33,15 +34,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "isle_proto.h"
 #include "isle_topo.h"
 
-#define ISLE_PLAN_FILE "plan.json"
-#define ISLE_PLAN_NCCL_XML "nccl-topo.xml"
-#define ISLE_PLAN_NCCL_ENV "nccl.env"
-#define ISLE_PLAN_ERROR_FILE "error"
-#define ISLE_PLAN_MAX_LEVELS 3
-/* Codec spec strings are short ("topk:0.001,noef"). */
-#define ISLE_PLAN_CODEC_LEN 32
+/* A codec policy entry: one codec spec (proto's isle_codec_parse). */
+#define ISLE_PLAN_CODEC_LEN (ISLE_CODEC_SPEC_MAX + 1)
 
 /* --- plan_util.c -------------------------------------------------------- */
 
@@ -75,7 +72,8 @@ void isle__codec_policy_default(struct isle__codec_policy *p);
 int isle__codec_policy_parse(struct isle__codec_policy *p, const char *s,
 			     char *err, size_t errlen);
 
-/* 0 if spec is a codec the shim understands (docs/plan.md), else -EINVAL. */
+/* 0 if spec is a codec the shim understands (isle_codec_parse), else
+ * -EINVAL with err naming spec. */
 int isle__codec_check(const char *spec, char *err, size_t errlen);
 
 /* What the plan is made from. Strings are borrowed. */
@@ -103,12 +101,12 @@ struct isle__plan_rank {
 };
 
 struct isle__plan_level {
-	const char *name;  /* "nvlink", "pcie", "leaf", "spine", "core" */
-	const char *scope; /* "island", "node", "leaf", "job" */
-	isle_tier tier;	   /* tier whose links carry this level */
-	double bw_gbps;	   /* GB/s per rank */
+	const char *name; /* "nvlink", "pcie", "leaf", "spine", "core" */
+	isle_scope scope;
+	isle_tier tier; /* tier whose links carry this level */
+	double bw_gbps; /* GB/s per rank */
 	double lat_us;
-	char codec[ISLE_PLAN_CODEC_LEN];
+	struct isle_codec codec;
 };
 
 /* A job's plan over a loaded model; owned by the caller (isle__plan_free).
@@ -137,7 +135,7 @@ void isle__plan_free(struct isle__plan *p);
 
 /* --- plan_emit.c -------------------------------------------------------- */
 
-/* Writes plan.json (docs/plan.md, version 1) to f. */
+/* Writes the plan (docs/plan.md) to f through proto's isle_plan_write. */
 int isle__plan_emit_json(const struct isle__plan *p, FILE *f);
 
 /* Writes the NCCL environment for the local node: NAME=VALUE lines. */

@@ -34,47 +34,11 @@ void isle__codec_policy_default(struct isle__codec_policy *p)
 			 default_codec[i]);
 }
 
-/* Parses the optional ",ef" / ",noef" suffix. */
-static int check_ef_suffix(const char *s)
-{
-	return (!*s || !strcmp(s, ",ef") || !strcmp(s, ",noef")) ? 0 : -1;
-}
-
 int isle__codec_check(const char *spec, char *err, size_t errlen)
 {
-	const char *s = spec;
-	char *end;
+	struct isle_codec c;
 
-	if (!spec || strlen(spec) >= ISLE_PLAN_CODEC_LEN)
-		goto bad;
-	if (!strncmp(s, "none", 4) || !strncmp(s, "fp16", 4) ||
-	    !strncmp(s, "bf16", 4)) {
-		if (check_ef_suffix(s + 4) == 0)
-			return 0;
-	} else if (!strncmp(s, "int8", 4)) {
-		s += 4;
-		if (*s == ':') {
-			long b = strtol(s + 1, &end, 10);
-
-			if (end == s + 1 || b < 8 || b > 65536 || b % 8)
-				goto bad;
-			s = end;
-		}
-		if (check_ef_suffix(s) == 0)
-			return 0;
-	} else if (!strncmp(s, "topk:", 5)) {
-		double r = strtod(s + 5, &end);
-
-		if (end != s + 5 && r > 0.0 && r <= 1.0 &&
-		    check_ef_suffix(end) == 0)
-			return 0;
-	}
-bad:
-	isle__plan_errf(err, errlen,
-			"codec '%s': expected none, fp16, bf16, int8[:BLOCK] "
-			"or topk:RATIO, optionally with ,ef or ,noef",
-			spec ? spec : "");
-	return -EINVAL;
+	return isle_codec_parse(spec, &c, err, errlen);
 }
 
 int isle__codec_policy_parse(struct isle__codec_policy *p, const char *s,
@@ -133,44 +97,37 @@ out:
 }
 
 /* Partition keys of ranks at one scope. */
-enum scope {
-	SCOPE_ISLAND = 0,
-	SCOPE_NODE,
-	SCOPE_LEAF,
-	SCOPE_JOB,
-};
-
-static const char *const scope_name[] = {"island", "node", "leaf", "job"};
-
 static int rank_key(const isle_topo *t, const struct isle__plan_rank *r,
-		    enum scope s)
+		    isle_scope s)
 {
 	const struct isle_node *n = &t->nodes[r->node];
 
 	switch (s) {
-	case SCOPE_ISLAND:
+	case ISLE_SCOPE_ISLAND:
 		return n->gpus[r->gpu].island;
-	case SCOPE_NODE:
+	case ISLE_SCOPE_NODE:
 		return r->node;
-	case SCOPE_LEAF:
+	case ISLE_SCOPE_LEAF:
 		return n->group[ISLE_TIER_LEAF]; /* -1: one unknown leaf */
-	case SCOPE_JOB:
+	case ISLE_SCOPE_JOB:
+	case ISLE_SCOPE_COUNT:
 		break;
 	}
 	return 0;
 }
 
 /* Keys at a scope lie in [-1, key_range - 1). */
-static int key_range(const isle_topo *t, enum scope s)
+static int key_range(const isle_topo *t, isle_scope s)
 {
 	switch (s) {
-	case SCOPE_ISLAND:
+	case ISLE_SCOPE_ISLAND:
 		return t->nislands + 1;
-	case SCOPE_NODE:
+	case ISLE_SCOPE_NODE:
 		return t->nnodes + 1;
-	case SCOPE_LEAF:
+	case ISLE_SCOPE_LEAF:
 		return t->ngroups[ISLE_TIER_LEAF] + 1;
-	case SCOPE_JOB:
+	case ISLE_SCOPE_JOB:
+	case ISLE_SCOPE_COUNT:
 		break;
 	}
 	return 1;
@@ -181,7 +138,7 @@ static int key_range(const isle_topo *t, enum scope s)
  * inside one of them. Returns the count, 0 if a does not nest in b, or
  * -ENOMEM.
  */
-static int nest_groups(const struct isle__plan *p, enum scope a, enum scope b)
+static int nest_groups(const struct isle__plan *p, isle_scope a, isle_scope b)
 {
 	const isle_topo *t = p->topo;
 	int na = key_range(t, a), nb = key_range(t, b), groups = 0;
@@ -272,15 +229,15 @@ static double island_bw(const struct isle__plan *p)
 	return bw > 0 ? bw : isle_topo_tier_bw(t, ISLE_TIER_ISLAND);
 }
 
-static void set_level(struct isle__plan *p, struct isle__plan_level *l,
-		      enum scope s, isle_tier tier,
-		      const struct isle__plan_req *req)
+static int set_level(struct isle__plan *p, struct isle__plan_level *l,
+		     isle_scope s, isle_tier tier,
+		     const struct isle__plan_req *req)
 {
 	const isle_topo *t = p->topo;
 	const char *codec;
 
 	l->name = tier_level_name(tier);
-	l->scope = scope_name[s];
+	l->scope = s;
 	l->tier = tier;
 	l->bw_gbps = tier == ISLE_TIER_ISLAND ? island_bw(p)
 					      : isle_topo_tier_bw(t, tier);
@@ -292,19 +249,26 @@ static void set_level(struct isle__plan *p, struct isle__plan_level *l,
 		codec = req->policy.codec[ISLE_TIER_LEAF];
 	/* The user's choice covers the network, never NVLink or PCIe; "none"
 	 * turns compression off everywhere. */
-	if (req->compress && *req->compress &&
-	    (tier >= ISLE_TIER_LEAF || !strcmp(req->compress, "none")))
-		codec = req->compress;
-	snprintf(l->codec, sizeof(l->codec), "%s", codec);
+	if (req->compress && *req->compress) {
+		struct isle_codec user;
+		int rc = isle_codec_parse(req->compress, &user, NULL, 0);
+
+		if (rc)
+			return rc;
+		if (tier >= ISLE_TIER_LEAF || user.kind == ISLE_CODEC_NONE)
+			codec = req->compress;
+	}
+	return isle_codec_parse(codec, &l->codec, NULL, 0);
 }
 
 static int build_levels(struct isle__plan *p, const int *nodes, int nnodes,
 			const struct isle__plan_req *req)
 {
-	static const enum scope cand[] = {SCOPE_ISLAND, SCOPE_NODE, SCOPE_LEAF};
+	static const isle_scope cand[] = {ISLE_SCOPE_ISLAND, ISLE_SCOPE_NODE,
+					  ISLE_SCOPE_LEAF};
 	static const isle_tier cand_tier[] = {ISLE_TIER_ISLAND, ISLE_TIER_NODE,
 					      ISLE_TIER_LEAF};
-	enum scope kept[4];
+	isle_scope kept[4];
 	isle_tier kept_tier[4];
 	int nkept = 0, prev_groups = p->nranks;
 
@@ -324,13 +288,13 @@ static int build_levels(struct isle__plan *p, const int *nodes, int nnodes,
 		kept_tier[nkept++] = cand_tier[c];
 		prev_groups = g;
 	}
-	kept[nkept] = SCOPE_JOB;
+	kept[nkept] = ISLE_SCOPE_JOB;
 	kept_tier[nkept++] = job_tier(p, nodes, nnodes);
 
 	/* Too many levels for the shim: PCIe between islands goes first. */
 	if (nkept > ISLE_PLAN_MAX_LEVELS) {
 		for (int i = 0; i < nkept; i++)
-			if (kept[i] == SCOPE_NODE) {
+			if (kept[i] == ISLE_SCOPE_NODE) {
 				memmove(&kept[i], &kept[i + 1],
 					(nkept - i - 1) * sizeof(kept[0]));
 				memmove(&kept_tier[i], &kept_tier[i + 1],
@@ -340,8 +304,13 @@ static int build_levels(struct isle__plan *p, const int *nodes, int nnodes,
 			}
 	}
 	p->nlevels = nkept;
-	for (int i = 0; i < nkept; i++)
-		set_level(p, &p->levels[i], kept[i], kept_tier[i], req);
+	for (int i = 0; i < nkept; i++) {
+		int rc =
+		    set_level(p, &p->levels[i], kept[i], kept_tier[i], req);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 

@@ -298,8 +298,8 @@ static int cmd_show(const struct plan_args *a)
 		return EXIT_PLAN_FAILED;
 	}
 	printf("==> %s <==\n%.*s\n==> %s <==\n%.*s\n==> %s <==\n%.*s",
-	       ISLE_PLAN_FILE, (int)r.len[0], r.buf[0], ISLE_PLAN_NCCL_ENV,
-	       (int)r.len[1], r.buf[1], ISLE_PLAN_NCCL_XML, (int)r.len[2],
+	       ISLE_RUNDIR_PLAN, (int)r.len[0], r.buf[0], ISLE_RUNDIR_NCCL_ENV,
+	       (int)r.len[1], r.buf[1], ISLE_RUNDIR_NCCL_XML, (int)r.len[2],
 	       r.buf[2]);
 	rendered_free(&r);
 	return EXIT_PLAN_OK;
@@ -342,14 +342,14 @@ static int cmd_write(const struct plan_args *a)
 		return EXIT_PLAN_USAGE;
 	}
 	if (asprintf(&xml_path, "%s/%s/%s", a->rundir, a->job,
-		     ISLE_PLAN_NCCL_XML) < 0) {
+		     ISLE_RUNDIR_NCCL_XML) < 0) {
 		close(rootfd);
 		return EXIT_PLAN_USAGE;
 	}
 	rc = render(a, xml_path, &r, err, sizeof(err));
 	if (!rc) {
-		const char *names[3] = {ISLE_PLAN_FILE, ISLE_PLAN_NCCL_ENV,
-					ISLE_PLAN_NCCL_XML};
+		const char *names[3] = {ISLE_RUNDIR_PLAN, ISLE_RUNDIR_NCCL_ENV,
+					ISLE_RUNDIR_NCCL_XML};
 
 		for (int i = 0; i < 3; i++)
 			files[i] = (struct isle__rundir_file){
@@ -365,7 +365,7 @@ static int cmd_write(const struct plan_args *a)
 
 		fprintf(stderr, "isle-agent plan: job %s: %s\n", a->job, err);
 		files[0] = (struct isle__rundir_file){
-		    ISLE_PLAN_ERROR_FILE, line,
+		    ISLE_RUNDIR_ERROR, line,
 		    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1};
 		if (isle__rundir_write(rootfd, a->job, reader_gid(a), files, 1,
 				       werr, sizeof(werr)))

@@ -1,119 +1,64 @@
 /*
- * plan_emit.c - the files of a job's run directory.
- *
- *   plan.json      docs/plan.md, version 1 (read by comm_shim's
- *                  isle_plan_load; the unit tests check it with that reader)
- *   nccl.env       NCCL settings for this node's rails
- * The third, nccl-topo.xml, is topology's isle_emit_nccl_xml() of the node.
+ * plan_emit.c - the files of a job's run directory (ISLE_RUNDIR_*):
+ *   the plan       docs/plan.md, through proto's isle_plan_write (read by
+ *                  proto's isle_plan_read in the shim; the unit tests check
+ *                  it with that reader)
+ *   NCCL env       NCCL settings for this node's rails
+ * The NCCL XML is topology's isle_emit_nccl_xml() of the node.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "plan.h"
 
-static int add(json_object *o, const char *key, json_object *v)
-{
-	if (!v)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, v)) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static json_object *rank_json(const struct isle__plan *p, int r)
-{
-	const isle_topo *t = p->topo;
-	const struct isle__plan_rank *pr = &p->ranks[r];
-	const struct isle_node *n = &t->nodes[pr->node];
-	const struct isle_gpu *g = &n->gpus[pr->gpu];
-	json_object *o = json_object_new_object();
-	int rc;
-
-	if (!o)
-		return NULL;
-	rc = add(o, "rank", json_object_new_int(r));
-	rc = rc ?: add(o, "node", json_object_new_string(n->name));
-	rc = rc ?: add(o, "gpu", json_object_new_int(pr->gpu));
-	rc = rc
-		 ?: add(o, "island",
-			json_object_new_string(t->islands[g->island].name));
-	rc = rc ?: add(o, "leaf", json_object_new_string(pr->leaf));
-	if (!rc && g->nic >= 0 && g->nic < n->nnics)
-		rc =
-		    add(o, "nic", json_object_new_string(n->nics[g->nic].name));
-	if (rc) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
-
-static json_object *level_json(const struct isle__plan_level *l)
-{
-	json_object *o = json_object_new_object();
-	int rc;
-
-	if (!o)
-		return NULL;
-	rc = add(o, "name", json_object_new_string(l->name));
-	rc = rc ?: add(o, "scope", json_object_new_string(l->scope));
-	rc = rc ?: add(o, "bw_gbps", json_object_new_double(l->bw_gbps));
-	rc = rc ?: add(o, "lat_us", json_object_new_double(l->lat_us));
-	rc = rc ?: add(o, "codec", json_object_new_string(l->codec));
-	if (rc) {
-		json_object_put(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* One rank or level per line, as in docs/plan.md: readable at 10,000 ranks. */
-static int emit_array(FILE *f, const char *key, json_object **items, int n,
-		      int last)
-{
-	fprintf(f, "  \"%s\": [\n", key);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "    %s%s\n",
-			json_object_to_json_string_ext(
-			    items[i], JSON_C_TO_STRING_SPACED |
-					  JSON_C_TO_STRING_NOSLASHESCAPE),
-			i + 1 < n ? "," : "");
-	fprintf(f, "  ]%s\n", last ? "" : ",");
-	return ferror(f) ? -EIO : 0;
-}
-
+/*
+ * The plan as proto's struct isle_plan, written by proto's one writer.
+ * Strings are borrowed from p and the model: the plan is not destroyed.
+ */
 int isle__plan_emit_json(const struct isle__plan *p, FILE *f)
 {
-	json_object **items = calloc(p->nranks + p->nlevels, sizeof(*items));
-	json_object *id = json_object_new_string(p->job_id);
-	int rc = -ENOMEM;
+	const isle_topo *t = p->topo;
+	struct isle_plan out = {
+	    .version = ISLE_PLAN_VERSION,
+	    .job_id = p->job_id,
+	    .nranks = p->nranks,
+	    .nlevels = p->nlevels,
+	};
+	int rc;
 
-	if (!items || !id)
-		goto out;
-	for (int r = 0; r < p->nranks; r++)
-		if (!(items[r] = rank_json(p, r)))
-			goto out;
-	for (int i = 0; i < p->nlevels; i++)
-		if (!(items[p->nranks + i] = level_json(&p->levels[i])))
-			goto out;
-	fprintf(f, "{\n  \"isle_plan\": 1,\n  \"job_id\": %s,\n",
-		json_object_to_json_string(id));
-	rc = emit_array(f, "ranks", items, p->nranks, 0);
-	rc = rc ?: emit_array(f, "levels", items + p->nranks, p->nlevels, 1);
-	fprintf(f, "}\n");
-	if (!rc && ferror(f))
-		rc = -EIO;
-out:
-	for (int i = 0; items && i < p->nranks + p->nlevels; i++)
-		json_object_put(items[i]);
-	free(items);
-	json_object_put(id);
+	out.ranks = calloc(p->nranks ? p->nranks : 1, sizeof(*out.ranks));
+	if (!out.ranks)
+		return -ENOMEM;
+	for (int r = 0; r < p->nranks; r++) {
+		const struct isle__plan_rank *pr = &p->ranks[r];
+		const struct isle_node *n = &t->nodes[pr->node];
+		const struct isle_gpu *g = &n->gpus[pr->gpu];
+
+		out.ranks[r] = (struct isle_plan_rank){
+		    .node = (char *)n->name,
+		    .gpu = pr->gpu,
+		    .island = (char *)t->islands[g->island].name,
+		    .leaf = (char *)pr->leaf,
+		    .nic = (g->nic >= 0 && g->nic < n->nnics)
+			       ? (char *)n->nics[g->nic].name
+			       : NULL,
+		};
+	}
+	for (int i = 0; i < p->nlevels; i++) {
+		const struct isle__plan_level *l = &p->levels[i];
+
+		out.levels[i] = (struct isle_plan_level){
+		    .name = (char *)l->name,
+		    .scope = l->scope,
+		    .bw_gbps = l->bw_gbps,
+		    .lat_us = l->lat_us,
+		    .codec = l->codec,
+		};
+	}
+	rc = isle_plan_write(&out, f);
+	free(out.ranks);
 	return rc;
 }
 

@@ -149,7 +149,7 @@ double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
 	double bw = INFINITY, lat = 0, b = (double)bytes;
 	long p = 1;
 
-	if (nlevels < 1 || nlevels > ISLE_COMM_MAX_LEVELS)
+	if (nlevels < 1 || nlevels > ISLE_PLAN_MAX_LEVELS)
 		return -1;
 	for (int i = 0; i < nlevels; i++) {
 		if (lv[i].group_size < 1 || !(lv[i].bw_gbps > 0))

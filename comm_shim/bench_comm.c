@@ -206,23 +206,36 @@ static double median(double *v, int n)
  */
 static int cmd_plan(const struct opts *o)
 {
-	double net_gbps = o->rate_bps / 8 / 1e9 / o->ppn;
+	int n = o->nodes * o->ppn, rc = -ENOMEM;
+	struct isle_plan p = {
+	    .version = ISLE_PLAN_VERSION,
+	    .job_id = "bench-comm",
+	    .nranks = n,
+	    .nlevels = 2,
+	    .levels = {{.name = "shm",
+			.scope = ISLE_SCOPE_NODE,
+			.bw_gbps = 5.0,
+			.lat_us = 2.0},
+		       {.name = "uplink",
+			.scope = ISLE_SCOPE_JOB,
+			.bw_gbps = o->rate_bps / 8 / 1e9 / o->ppn,
+			.lat_us = o->lat_us}}};
+	char(*names)[32] = calloc((size_t)n, sizeof(*names));
 
-	printf("{\n  \"isle_plan\": %d,\n  \"job_id\": \"bench-comm\",\n"
-	       "  \"ranks\": [\n",
-	       ISLE_PLAN_VERSION);
-	for (int r = 0; r < o->nodes * o->ppn; r++)
-		printf("    {\"rank\": %d, \"node\": \"node%d\", "
-		       "\"leaf\": \"leaf0\"}%s\n",
-		       r, r / o->ppn, r + 1 < o->nodes * o->ppn ? "," : "");
-	printf("  ],\n  \"levels\": [\n"
-	       "    {\"name\": \"shm\", \"scope\": \"node\", \"bw_gbps\": 5.0, "
-	       "\"lat_us\": 2.0, \"codec\": \"none\"},\n"
-	       "    {\"name\": \"uplink\", \"scope\": \"job\", "
-	       "\"bw_gbps\": %.6g, \"lat_us\": %.6g, \"codec\": \"none\"}\n"
-	       "  ]\n}\n",
-	       net_gbps, o->lat_us);
-	return 0;
+	if (!names || !(p.ranks = calloc((size_t)n, sizeof(*p.ranks))))
+		goto out;
+	for (int r = 0; r < n; r++) {
+		snprintf(names[r], sizeof(names[r]), "node%d", r / o->ppn);
+		p.ranks[r] = (struct isle_plan_rank){.node = names[r],
+						     .gpu = -1,
+						     .island = names[r],
+						     .leaf = "leaf0"};
+	}
+	rc = isle_plan_write(&p, stdout);
+out:
+	free(p.ranks);
+	free(names);
+	return rc ? 1 : 0;
 }
 
 /* --------------------------------------------------------------- probe */

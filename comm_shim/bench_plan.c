@@ -1,7 +1,7 @@
 /*
  * bench_plan - time of loading a large plan: writes an N-rank plan (8 GPUs
  * per node, NVLink islands of 72 GPUs, leafs of 32 nodes), then times
- * isle_plan_load() and the per-level grouping every rank computes in
+ * isle_plan_read() and the per-level grouping every rank computes in
  * isle_comm_create() (isle__build_groups). Prints the times; asserts none.
  *
  *   build/tests/bench_plan [NRANKS]      (default 65536)
@@ -25,28 +25,63 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static char *fmt(const char *f, int v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), f, v);
+	return strdup(buf);
+}
+
+/* A GB200-like plan of n ranks, written by proto's writer. */
 static int write_plan(const char *path, int n)
 {
-	FILE *f = fopen(path, "w");
+	static const struct {
+		const char *name, *codec;
+		isle_scope scope;
+		double bw, lat;
+	} lv[] = {{"nvlink", "none", ISLE_SCOPE_ISLAND, 450, 2},
+		  {"leaf", "bf16", ISLE_SCOPE_LEAF, 50, 5},
+		  {"spine", "int8", ISLE_SCOPE_JOB, 25, 10}};
+	struct isle_plan *p = calloc(1, sizeof(*p));
+	FILE *f = NULL;
+	int rc = -ENOMEM;
 
-	if (!f)
-		return -errno;
-	fprintf(f, "{\"isle_plan\":1,\"job_id\":\"bench\",\"ranks\":[\n");
-	for (int i = 0; i < n; i++)
-		fprintf(f,
-			"{\"rank\":%d,\"node\":\"n%05d\",\"gpu\":%d,"
-			"\"island\":\"nvl%d\",\"leaf\":\"leaf%d\","
-			"\"nic\":\"mlx5_%d\"}%s\n",
-			i, i / 8, i % 8, i / 72, i / 256, i % 8,
-			i + 1 < n ? "," : "");
-	fprintf(f, "],\"levels\":["
-		   "{\"name\":\"nvlink\",\"scope\":\"island\",\"bw_gbps\":450,"
-		   "\"lat_us\":2},"
-		   "{\"name\":\"leaf\",\"scope\":\"leaf\",\"bw_gbps\":50,"
-		   "\"lat_us\":5,\"codec\":\"bf16\"},"
-		   "{\"name\":\"spine\",\"scope\":\"job\",\"bw_gbps\":25,"
-		   "\"lat_us\":10,\"codec\":\"int8\"}]}\n");
-	return fclose(f) ? -errno : 0;
+	if (!p || !(p->ranks = calloc((size_t)n, sizeof(*p->ranks))) ||
+	    !(p->job_id = strdup("bench")))
+		goto out;
+	p->version = ISLE_PLAN_VERSION;
+	p->nranks = n;
+	for (int i = 0; i < n; i++) {
+		struct isle_plan_rank *r = &p->ranks[i];
+
+		r->gpu = i % 8;
+		if (!(r->node = fmt("n%05d", i / 8)) ||
+		    !(r->island = fmt("nvl%d", i / 72)) ||
+		    !(r->leaf = fmt("leaf%d", i / 256)) ||
+		    !(r->nic = fmt("mlx5_%d", i % 8)))
+			goto out;
+	}
+	for (int j = 0; j < 3; j++) {
+		struct isle_plan_level *l = &p->levels[p->nlevels++];
+
+		if (!(l->name = strdup(lv[j].name)))
+			goto out;
+		l->scope = lv[j].scope;
+		l->bw_gbps = lv[j].bw;
+		l->lat_us = lv[j].lat;
+		isle_codec_parse(lv[j].codec, &l->codec, NULL, 0);
+	}
+	if (!(f = fopen(path, "w"))) {
+		rc = -errno;
+		goto out;
+	}
+	rc = isle_plan_write(p, f);
+	if (fclose(f) && !rc)
+		rc = -errno;
+out:
+	isle_plan_destroy(p);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -64,7 +99,7 @@ int main(int argc, char **argv)
 	if (write_plan(path, n))
 		goto out;
 	t0 = now();
-	if (isle_plan_load(path, &c.plan, err, sizeof(err))) {
+	if (isle_plan_read(path, &c.plan, err, sizeof(err))) {
 		fprintf(stderr, "bench_plan: %s\n", err);
 		goto out;
 	}

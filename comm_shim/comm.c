@@ -105,12 +105,12 @@ static void group_key(const struct isle_comm *c, const struct isle__groups *g,
 static int group_first(const struct isle_comm *c, const struct isle__groups *g,
 		       int p, int l, int i, int *slot, size_t cap)
 {
-	int key[ISLE_COMM_MAX_LEVELS], other[ISLE_COMM_MAX_LEVELS];
+	int key[ISLE_PLAN_MAX_LEVELS], other[ISLE_PLAN_MAX_LEVELS];
 	size_t h;
 
 	group_key(c, g, p, l, i, key);
-	h = (size_t)isle__fnv1a(1469598103934665603ull, key,
-				sizeof(int) * (size_t)(l + 1)) &
+	h = (size_t)isle_fnv1a(ISLE_FNV1A_INIT, key,
+			       sizeof(int) * (size_t)(l + 1)) &
 	    (cap - 1);
 	for (;; h = (h + 1) & (cap - 1)) {
 		if (slot[h] < 0) {
@@ -207,7 +207,7 @@ static int chan_init(struct isle_comm *c, MPI_Comm comm,
 	memset(ch, 0, sizeof(*ch));
 	ch->owner = c;
 	ch->all = MPI_COMM_NULL;
-	for (int l = 0; l < ISLE_COMM_MAX_LEVELS; l++)
+	for (int l = 0; l < ISLE_PLAN_MAX_LEVELS; l++)
 		ch->lev[l].comm = MPI_COMM_NULL;
 	if (PMPI_Comm_dup(comm, &ch->all) != MPI_SUCCESS)
 		return -EIO;
@@ -269,7 +269,7 @@ static int load_plan(struct isle_comm *c, MPI_Comm comm, int p, char *err,
 		MPI_Group g, gw;
 		int *ranks;
 
-		rc = isle_plan_load(c->cfg.plan_path, &c->plan, err, errlen);
+		rc = isle_plan_read(c->cfg.plan_path, &c->plan, err, errlen);
 		if (rc)
 			return rc;
 		PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -604,7 +604,7 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		       isle_dtype dtype)
 {
 	const struct isle__chan *ch = &c->sync;
-	struct isle_algo_level m[ISLE_COMM_MAX_LEVELS];
+	struct isle_algo_level m[ISLE_PLAN_MAX_LEVELS];
 	size_t bytes = count * (dtype == ISLE_DTYPE_F64 ? 8 : 4);
 
 	/* Messages are int-counted bytes: leave giant ones to MPI. */

@@ -29,9 +29,6 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 	*len = base + (uq < rem ? 1 : 0);
 }
 
-/* FNV-1a over len bytes, continuing from h (plan.c). */
-uint64_t isle__fnv1a(uint64_t h, const void *data, size_t len);
-
 /* Codec internals (codec_cpu.c, codec_cuda.cu). */
 
 /* top-k header count flag: at least k non-finite values (see isle_comm.h). */
@@ -43,9 +40,6 @@ uint64_t isle__fnv1a(uint64_t h, const void *data, size_t len);
 #define ISLE_INT8_Q_NAN (-128)
 
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
-/* v in the fewest %g digits that read back as v (plans and codec specs are
- * rewritten and hashed: a rounded number would be a different plan). */
-int isle__fmt_double(char *buf, size_t len, double v);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
 
@@ -82,7 +76,7 @@ struct isle__chan {
 	MPI_Comm all; /* dup of the user's communicator */
 	int size, rank;
 	int nlev;
-	struct isle__level lev[ISLE_COMM_MAX_LEVELS];
+	struct isle__level lev[ISLE_PLAN_MAX_LEVELS];
 	struct isle__level flat; /* all ranks, codec none */
 	void *scratch[4];
 	size_t scratch_len[4];
@@ -131,7 +125,7 @@ double isle__now(void);
  */
 struct isle__groups {
 	int *color, *idx;
-	int nshards[ISLE_COMM_MAX_LEVELS], max_size[ISLE_COMM_MAX_LEVELS];
+	int nshards[ISLE_PLAN_MAX_LEVELS], max_size[ISLE_PLAN_MAX_LEVELS];
 };
 int isle__build_groups(const struct isle_comm *c, int p,
 		       struct isle__groups *g);

@@ -91,7 +91,7 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	int rc;
 
 	isle_comm_config_default(cfg);
-	s = getenv("ISLE_PLAN");
+	s = getenv(ISLE_PLAN_ENV);
 	if (s && *s) {
 		if (strlen(s) >= sizeof(cfg->plan_path))
 			return isle__comm_errf(err, errlen, -EINVAL,

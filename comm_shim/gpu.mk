@@ -27,7 +27,7 @@ ifeq ($(HAVE_CUDA),1)
 
 $(B)/comm_shim/%.o: comm_shim/%.cu | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -D_GNU_SOURCE -Icomm_shim -MMD -MP -c -o $@ $<
+	$(NVCC) $(NVCCFLAGS) -D_GNU_SOURCE -Iproto -Icomm_shim -MMD -MP -c -o $@ $<
 
 $(B)/comm_shim/nccl_shim.o $(B)/tests/gpu/%.o \
 $(B)/tests/unit/test_comm_cuda_build.o: CPPFLAGS += $(CUDA_CPPFLAGS)
@@ -44,7 +44,8 @@ $(B)/tests/unit/test_comm_cuda_build.o: CPPFLAGS += $(CUDA_CPPFLAGS)
 # (--no-undefined) instead of silently making every NCCL program load
 # libmpi. The readelf line keeps that true where --as-needed is off
 # (SANITIZE=1 builds, other toolchains).
-COMM_CORE_OBJS := $(patsubst %,$(B)/comm_shim/%.o,plan codec codec_cpu algo config)
+COMM_CORE_OBJS := $(patsubst %,$(B)/comm_shim/%.o,plan codec codec_cpu algo config) \
+		  $(PROTO_OBJS)
 COMM_CORE_LDLIBS := -ljson-c -lm
 SHLIBS += $(B)/lib/libisle_nccl.so
 $(B)/lib/libisle_nccl.so: $(B)/comm_shim/nccl_shim.o $(B)/comm_shim/codec_cuda.o \
@@ -88,7 +89,8 @@ endif # HAVE_CUDA
 # installed).
 all: $(B)/bench/bench_comm
 $(B)/comm_shim/bench_comm.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(B)/bench/bench_comm: $(B)/comm_shim/bench_comm.o $(B)/libisle_comm.a
+$(B)/bench/bench_comm: $(B)/comm_shim/bench_comm.o $(B)/libisle_comm.a \
+		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMM_LDLIBS)
 

@@ -41,6 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "isle_proto.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,89 +51,9 @@ extern "C" {
 
 /* ------------------------------------------------------------------ plan */
 
-/* Version written in "isle_plan" by writers of this header's era. */
-#define ISLE_PLAN_VERSION 1
-/* At most this many levels (island, leaf, spine). */
-#define ISLE_COMM_MAX_LEVELS 3
-
-/* Which rank attribute groups ranks at a level. */
-typedef enum isle_scope {
-	ISLE_SCOPE_ISLAND = 0, /* same NVLink island */
-	ISLE_SCOPE_NODE,       /* same node (host) */
-	ISLE_SCOPE_LEAF,       /* same leaf switch / rail group */
-	ISLE_SCOPE_JOB,	       /* every rank of the job */
-	ISLE_SCOPE_COUNT
-} isle_scope;
-
-/* Codec kinds. Numbering is ABI (CUDA backend, plan dumps). */
-typedef enum isle_codec_kind {
-	ISLE_CODEC_NONE = 0, /* fp32 (or fp64) as is: exact */
-	ISLE_CODEC_FP16,     /* IEEE half, nearest even; finite values
-				saturate at 65504, inf and NaN stay */
-	ISLE_CODEC_BF16,     /* bfloat16, round to nearest even */
-	ISLE_CODEC_INT8,     /* int8 with one fp32 scale per block */
-	ISLE_CODEC_TOPK,     /* k largest |x| as (index, value) pairs */
-	ISLE_CODEC_COUNT
-} isle_codec_kind;
-
-#define ISLE_CODEC_INT8_DEFAULT_BLOCK 256
-
-/*
- * A codec with its parameters. Spec strings (plan files, ISLE_COMM_CODEC):
- *   "none" | "fp16" | "bf16" | "int8[:BLOCK]" | "topk:RATIO"
- * optionally followed by ",ef" or ",noef" to force error feedback on/off
- * (default: on for topk, off otherwise). BLOCK is 8..65536 (a multiple of
- * 8), RATIO is in (0, 1].
- */
-struct isle_codec {
-	isle_codec_kind kind;
-	uint32_t block;	    /* int8: elements per scale block */
-	double ratio;	    /* topk: fraction of elements kept */
-	int error_feedback; /* keep a residual per buffer key (see encode) */
-};
-
-struct isle_plan_rank {
-	char *node;   /* host name as the agent saw it */
-	int gpu;      /* GPU index on the node, -1 if none */
-	char *island; /* island name; the node name if not given */
-	char *leaf;   /* leaf switch / group name; "" if unknown */
-	char *nic;    /* NIC name ("mlx5_0"), may be NULL */
-	/* Dense ids of node/island/leaf in this plan, set by the loader. */
-	int node_id, island_id, leaf_id;
-};
-
-struct isle_plan_level {
-	char *name; /* "nvlink", "leaf", "spine", ... */
-	isle_scope
-	    scope;	/* grouping; the last level is always ISLE_SCOPE_JOB */
-	double bw_gbps; /* GB/s (bytes) per rank through this level */
-	double lat_us;	/* one message, microseconds */
-	struct isle_codec codec;
-};
-
-struct isle_plan {
-	int version;  /* ISLE_PLAN_VERSION of the file */
-	char *job_id; /* may be NULL */
-	char *source; /* file name it came from, or "hostnames" */
-	int nranks;
-	struct isle_plan_rank *ranks; /* indexed by rank (MPI_COMM_WORLD) */
-	int nlevels;		      /* 1..ISLE_COMM_MAX_LEVELS */
-	struct isle_plan_level
-	    levels[ISLE_COMM_MAX_LEVELS]; /* tightest first */
-};
-
-/*
- * Load and validate a plan file. On success *out is a new plan owned by the
- * caller (isle_plan_destroy). On failure *out is NULL and err names the file
- * and the JSON path of the first bad field.
- */
-ISLE_COMM_API int isle_plan_load(const char *path, struct isle_plan **out,
-				 char *err, size_t errlen);
-
-/* Same from a buffer; name is used in messages and as plan->source. */
-ISLE_COMM_API int isle_plan_parse(const char *json, size_t len,
-				  const char *name, struct isle_plan **out,
-				  char *err, size_t errlen);
+/* Plans and codec specs are proto/ formats (isle_proto.h): struct
+ * isle_plan, isle_plan_read/parse/write/hash/destroy, struct isle_codec,
+ * isle_codec_parse/format. libislecomm.so exports them with this API. */
 
 /*
  * The plan used without a plan file: node = island = hosts[rank], one level
@@ -144,31 +66,7 @@ ISLE_COMM_API int isle_plan_from_hosts(const char *const *hosts, int nranks,
 				       struct isle_plan **out, char *err,
 				       size_t errlen);
 
-/* Canonical JSON (the documented format, sorted as loaded); for the agent. */
-ISLE_COMM_API int isle_plan_write(const struct isle_plan *plan, FILE *f);
-
-/*
- * 64-bit hash of everything a plan says (ranks and levels, not its file
- * name): ranks holding different plans would pick different algorithms.
- */
-ISLE_COMM_API uint64_t isle_plan_hash(const struct isle_plan *plan);
-
-/* Frees plan and everything it owns; NULL is a no-op. */
-ISLE_COMM_API void isle_plan_destroy(struct isle_plan *plan);
-
-ISLE_COMM_API const char *isle_scope_name(isle_scope s);
-
 /* ---------------------------------------------------------------- codecs */
-
-/* Parse a spec string (above) into *c. */
-ISLE_COMM_API int isle_codec_parse(const char *spec, struct isle_codec *c,
-				   char *err, size_t errlen);
-
-/* Canonical spec ("int8:256", "topk:0.01,noef") into buf; returns length. */
-ISLE_COMM_API int isle_codec_format(const struct isle_codec *c, char *buf,
-				    size_t len);
-
-ISLE_COMM_API const char *isle_codec_kind_name(isle_codec_kind k);
 
 /*
  * Bytes of the encoded form of n fp32 values (an upper bound for topk, whose

@@ -32,6 +32,8 @@ endif
 CUDA_MAJOR   := $(shell sed -n 's/^\#define CUDART_VERSION  *\([0-9]*\).*/\1/p' \
 		  $(CUDA_HOME)/include/cuda_runtime_api.h 2>/dev/null | head -1)
 COMM_LDLIBS  := $(MPI_LDLIBS) -ljson-c -lm
+# libisle_comm.a users link $(B)/libisle_proto.a after it (plans, codec
+# specs).
 
 # plan, codecs, cost model, config: no MPI. The rest is the MPI transport.
 COMM_SRCS := comm_shim/plan.c comm_shim/codec.c comm_shim/codec_cpu.c \
@@ -50,16 +52,19 @@ LIBS_A += $(B)/libisle_comm.a
 $(B)/libisle_comm.a: $(COMM_OBJS)
 
 SHLIBS += $(B)/lib/libislecomm.so
-$(B)/lib/libislecomm.so: $(COMM_OBJS) comm_shim/libislecomm.map
+# Every proto object: isle_plan_* and isle_codec_parse/format are part of
+# this library's API (libislecomm.map).
+$(B)/lib/libislecomm.so: $(COMM_OBJS) $(PROTO_OBJS) comm_shim/libislecomm.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libislecomm.so \
 		-Wl,--version-script=comm_shim/libislecomm.map -Wl,--no-undefined \
-		-o $@ $(COMM_OBJS) $(COMM_LDLIBS)
+		-o $@ $(COMM_OBJS) $(PROTO_OBJS) $(COMM_LDLIBS)
 
 # Unit tests (cmocka).
 COMM_UNIT := test_comm_codec test_comm_plan test_comm_algo
 UNIT_TESTS += $(COMM_UNIT:%=$(B)/tests/%)
-$(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm.a
+$(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm.a \
+		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(COMM_LDLIBS)
 
@@ -67,11 +72,13 @@ $(COMM_UNIT:%=$(B)/tests/%): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_comm
 # as empty compatibility libraries), checked.
 SHLIBS += $(B)/lib/libisle_preload.so
 $(B)/comm_shim/preload.o: CPPFLAGS += -DISLE_CUDA_MAJOR=$(if $(CUDA_MAJOR),$(shell echo $$(($(CUDA_MAJOR) / 1000))),0)
-$(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o comm_shim/libisle_preload.map
+# proto's libc-only plan scan comes in as an object (plan_scan.o).
+$(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o $(B)/proto/plan_scan.o \
+		comm_shim/libisle_preload.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--as-needed -Wl,-soname,libisle_preload.so \
 		-Wl,--version-script=comm_shim/libisle_preload.map -Wl,--no-undefined \
-		-o $@.tmp $(B)/comm_shim/preload.o -ldl
+		-o $@.tmp $(B)/comm_shim/preload.o $(B)/proto/plan_scan.o -ldl
 	@bad=$$(readelf -d $@.tmp | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | \
 		grep -Ev '^lib(c|m|dl|pthread)\.so\.[0-9]+$$'); \
 		if [ -n "$$bad" ]; then echo "$@: must need libc only, not: $$bad" >&2; \
@@ -80,11 +87,13 @@ $(B)/lib/libisle_preload.so: $(B)/comm_shim/preload.o comm_shim/libisle_preload.
 
 ifeq ($(HAVE_MPI),1)
 SHLIBS += $(B)/lib/libisle_mpi_ompi.so
-$(B)/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS) comm_shim/libisle_mpi.map
+$(B)/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS) $(B)/libisle_proto.a \
+		comm_shim/libisle_mpi.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_ompi.so \
 		-Wl,--version-script=comm_shim/libisle_mpi.map -Wl,--no-undefined \
-		-o $@ $(COMM_MPI_OBJS) $(COMM_OBJS) $(COMM_LDLIBS)
+		-o $@ $(COMM_MPI_OBJS) $(COMM_OBJS) $(B)/libisle_proto.a \
+		$(COMM_LDLIBS)
 
 # MPI test driver, used by tests/integration/40-comm-mpi-local.sh and the
 # srun test; it calls plain MPI_Allreduce, so the shim is LD_PRELOADed.
@@ -110,7 +119,8 @@ bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libi
 # Plan load time for a large job (prints, asserts nothing):
 #   build/tests/bench_plan 65536
 $(B)/comm_shim/bench_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(B)/tests/bench_plan: $(B)/comm_shim/bench_plan.o $(B)/libisle_comm.a
+$(B)/tests/bench_plan: $(B)/comm_shim/bench_plan.o $(B)/libisle_comm.a \
+		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMM_LDLIBS)
 all: $(B)/tests/bench_plan
@@ -126,11 +136,13 @@ $(B)/mpich/comm_shim/%.o: comm_shim/%.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(MPICH_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 SHLIBS += $(B)/lib/libisle_mpi_mpich.so
-$(B)/lib/libisle_mpi_mpich.so: $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) comm_shim/libisle_mpi.map
+$(B)/lib/libisle_mpi_mpich.so: $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) \
+		$(B)/libisle_proto.a comm_shim/libisle_mpi.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_mpich.so \
 		-Wl,--version-script=comm_shim/libisle_mpi.map -Wl,--no-undefined \
-		-o $@ $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) $(MPICH_LDLIBS) -ljson-c -lm
+		-o $@ $(COMM_MPICH_OBJS) $(COMM_CORE_MPICH) $(B)/libisle_proto.a \
+		$(MPICH_LDLIBS) -ljson-c -lm
 BINS_TESTS_COMM += $(B)/tests/comm_mpi_check_mpich
 $(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
 	@mkdir -p $(dir $@)

@@ -148,7 +148,7 @@ static void cfg_load(void)
 	isle_comm_config_default(&cfg);
 	cfg_rc = isle_comm_config_from_env(&cfg, cfg_err, sizeof(cfg_err));
 	if (!cfg_rc && cfg.plan_path[0])
-		cfg_rc = isle_plan_load(cfg.plan_path, &cfg_plan, cfg_err,
+		cfg_rc = isle_plan_read(cfg.plan_path, &cfg_plan, cfg_err,
 					sizeof(cfg_err));
 	if (cfg_rc)
 		fprintf(stderr, "isle_nccl: %s\n", cfg_err);

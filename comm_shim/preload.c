@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "isle_proto.h"
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -42,39 +43,27 @@ static int env_flag(const char *name)
 	return s && *s && strcmp(s, "0") != 0;
 }
 
-/* A codec other than "none" in the next `"codec": "..."` after p. */
-static int codec_wanted(const char *p)
-{
-	while ((p = strstr(p, "\"codec\""))) {
-		p += 7;
-		p += strspn(p, " \t\r\n:");
-		if (*p == '"' && strncmp(p, "\"none\"", 6) != 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * Whether the job asked for compression (ISLE_COMM_CODEC, or a codec in the
  * ISLE_PLAN file): then a pass-through is worth a notice even when quiet.
- * A plain text scan: this library parses no JSON and links nothing.
+ * proto's plain text scan: this library parses no JSON and links nothing.
  */
 static int compression_wanted(void)
 {
 	const char *codec = getenv("ISLE_COMM_CODEC"),
-		   *plan = getenv("ISLE_PLAN");
+		   *plan = getenv(ISLE_PLAN_ENV);
 	char buf[65536];
 	size_t n = 0;
 	FILE *f;
 
-	if (codec && *codec && strcmp(codec, "none") != 0)
+	if (isle_codec_spec_compresses(codec))
 		return 1;
 	if (!plan || !*plan || !(f = fopen(plan, "re")))
 		return 0;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	return codec_wanted(buf);
+	return isle_plan_text_compresses(buf);
 }
 
 static void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -16,6 +16,7 @@
  * that: it runs in the writer thread, under a job read lock of its own.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,18 +150,18 @@ static void _store_log(int level, const char *msg)
 
 void isle__decision_init(void)
 {
-	char *dir;
+	char dir[PATH_MAX];
 	int rc;
 
 	if (!running_in_slurmctld())
 		return;
-	dir = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
-			     ISLE_STATE_SUBDIR);
-	rc = isle__store_init(dir, _probe, NULL, _store_log, PROBE_PERIOD_MS);
+	rc = isle_record_dir(slurm_conf.state_save_location, dir, sizeof(dir));
+	if (!rc)
+		rc = isle__store_init(dir, _probe, NULL, _store_log,
+				      PROBE_PERIOD_MS);
 	if (rc)
 		error("isle: cannot start the decision record writer: %s",
 		      strerror(-rc));
-	xfree(dir);
 }
 
 void isle__decision_fini(void)

@@ -43,9 +43,7 @@
 #include "spank_isle.h"
 
 #define ISLE_TOPO_PLUGIN_ID 190 /* unused by Slurm's topology plugins */
-#define ISLE_DEFAULT_FILE "isle.json"
-#define ISLE_STATE_SUBDIR "isle"
-#define ISLE_EXPLAIN_MAX 16 /* candidates kept per decision */
+#define ISLE_EXPLAIN_MAX 16	/* candidates kept per decision */
 
 /* One group of nodes that names can refer to (get_bitmap, whole_topo). */
 struct isle__group {
@@ -78,8 +76,8 @@ extern struct isle__ctx isle__ctx;
 
 /* --- isle_policy.c ----------------------------------------------------- */
 
-/* Cluster file path from TopologyParam=IsleFile=PATH, else isle.json
- * beside slurm.conf. Caller xfree()s. */
+/* Cluster file path from TopologyParam=IsleFile=PATH, else proto's
+ * default beside slurm.conf (isle_cluster_file_path). Caller xfree()s. */
 char *isle__records_path(void);
 
 /* Reads the isle SPANK plugin's arguments from plugstack.conf

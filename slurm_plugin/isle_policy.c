@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -22,7 +23,8 @@
 char *isle__records_path(void)
 {
 	const char *key = "IsleFile=";
-	char *param = slurm_conf.topology_param, *p, *end;
+	char *param = slurm_conf.topology_param, *p, *end, *conf_dir;
+	char buf[PATH_MAX];
 
 	p = param ? xstrcasestr(param, key) : NULL;
 	if (p) {
@@ -30,7 +32,12 @@ char *isle__records_path(void)
 		end = strchr(p, ',');
 		return end ? xstrndup(p, end - p) : xstrdup(p);
 	}
-	return get_extra_conf_path(ISLE_DEFAULT_FILE);
+	/* proto's rule, in the directory Slurm read slurm.conf from. */
+	conf_dir = get_extra_conf_path("");
+	if (isle_cluster_file_path(conf_dir, buf, sizeof(buf)))
+		buf[0] = '\0';
+	xfree(conf_dir);
+	return xstrdup(buf);
 }
 
 /* --- the admin's job option policy (plugstack.conf) -------------------- */
@@ -174,7 +181,7 @@ int isle__job_env_opts(const struct isle__spank_policy *pol, char **env,
 		       uint32_t nenv, struct isle__job_opts *o, char *err,
 		       size_t errlen)
 {
-	struct isle__spank_opts user = {0}, job;
+	struct isle_job_opts user = {0}, job;
 	char perr[200];
 	int rc = 0;
 
@@ -184,12 +191,12 @@ int isle__job_env_opts(const struct isle__spank_policy *pol, char **env,
 	o->mode = ISLE_PLACE_PREFERRED;
 	o->span = ISLE_TIER_CORE;
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		const char *name = isle__spank_opt_env(opt);
+		const char *name = isle_job_opt_desc(opt)->env;
 		const char *v = _env_value(env, nenv, name);
 
 		if (!v)
 			continue;
-		if (isle__spank_env_parse(&user, opt, v, perr, sizeof(perr))) {
+		if (isle_job_env_parse(&user, opt, v, perr, sizeof(perr))) {
 			snprintf(err, errlen, "job option %s refused: %s", name,
 				 perr);
 			rc = -EINVAL;

@@ -31,6 +31,7 @@
 
 #include <json-c/json.h>
 
+#include "isle_proto.h"
 #include "isle_store.h"
 
 struct entry {
@@ -303,18 +304,21 @@ void isle__store_get_stats(struct isle__store_stats *out)
 
 /* --- the writer ---------------------------------------------------------- */
 
+/* The record's file (proto's naming), malloc'ed; NULL if too long or out
+ * of memory. */
 static char *_path(const char *dir, uint32_t job_id, const char *suffix)
 {
-	char *p = NULL;
+	char buf[PATH_MAX];
 
-	if (asprintf(&p, "%s/job_%u.json%s", dir, job_id, suffix) < 0)
+	if (isle_record_path(dir, job_id, suffix, buf, sizeof(buf)))
 		return NULL;
-	return p;
+	return strdup(buf);
 }
 
 static int _write_record(const char *dir, uint32_t job_id, const char *rec)
 {
-	char *path = _path(dir, job_id, ""), *tmp = _path(dir, job_id, ".new");
+	char *path = _path(dir, job_id, ""),
+	     *tmp = _path(dir, job_id, ISLE_RECORD_PARTIAL);
 	size_t len = strlen(rec), off = 0;
 	int fd = -1, rc = -ENOMEM;
 
@@ -554,36 +558,27 @@ static void _reload(const char *dir)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		unsigned long id;
-		char *end, *path = NULL;
+		uint32_t id;
+		char path[PATH_MAX];
 		json_object *o, *line;
+		void *rec;
 		struct entry *e;
-		size_t len = strlen(de->d_name);
+		int rc = isle_record_name_parse(de->d_name, &id);
 
-		if (strncmp(de->d_name, "job_", 4))
-			continue;
-		if (len > 9 && !strcmp(de->d_name + len - 9, ".json.new")) {
+		if (rc == -EAGAIN) {
 			/* a write cut short by a crash */
-			if (asprintf(&path, "%s/%s", dir, de->d_name) >= 0)
+			if (isle_record_path(dir, id, ISLE_RECORD_PARTIAL, path,
+					     sizeof(path)) == 0)
 				(void)unlink(path);
-			free(path);
 			continue;
 		}
-		errno = 0;
-		id = strtoul(de->d_name + 4, &end, 10);
-		if (errno || !id || id > UINT32_MAX || strcmp(end, ".json"))
+		if (rc || isle_record_path(dir, id, "", path, sizeof(path)) ||
+		    isle_record_read(path, &rec, NULL, 0))
 			continue;
-		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
-			continue;
-		o = json_object_from_file(path);
-		free(path);
-		if (!o || !json_object_is_type(o, json_type_object) ||
-		    !json_object_object_get_ex(o, "line", &line)) {
-			json_object_put(o);
-			continue;
-		}
+		o = rec;
+		json_object_object_get_ex(o, "line", &line);
 		pthread_mutex_lock(&st.lock);
-		e = _get((uint32_t)id);
+		e = _get(id);
 		if (e && !e->record) {
 			e->line = strdup(json_object_get_string(line));
 			e->record = strdup(json_object_to_json_string_ext(

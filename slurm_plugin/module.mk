@@ -1,7 +1,9 @@
 # slurm_plugin module: topology/isle (topology_isle.so), job_submit/isle
 # (job_submit_isle.so) and the isle SPANK plugin (spank_isle.so) for Slurm
 # 24.11 and 26.05 (one source; the release differences live in
-# isle_compat.c), plus `islectl explain`.
+# isle_compat.c). The formats they share with other processes (job
+# options, plan and run-dir names, cluster-file lookup, decision records)
+# come from libisle_proto.a.
 #
 # Both plugins are built like Slurm's own (-module -avoid-version: a plain
 # shared object, no libslurm on the link line): Slurm symbols resolve at load
@@ -34,14 +36,7 @@ SPANK_ISLE_SRCS := spank_isle.c spank_opts.c spank_local.c spank_remote.c \
 		   spank_job.c spank_gres.c isle_version.c
 SPANK_ISLE_OBJS := $(SPANK_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 
-# --- islectl explain -----------------------------------------------------
-# An object prerequisite of islectl (see topology/islectl.h).
-EXPLAIN_OBJS := $(B)/slurm_plugin/explain.o
-$(B)/bin/islectl: $(EXPLAIN_OBJS)
-$(EXPLAIN_OBJS): CPPFLAGS += -Islurm_plugin
-
-ALL_OBJS += $(TOPO_ISLE_OBJS) $(JOBSUB_ISLE_OBJS) $(SPANK_ISLE_OBJS) \
-	    $(EXPLAIN_OBJS)
+ALL_OBJS += $(TOPO_ISLE_OBJS) $(JOBSUB_ISLE_OBJS) $(SPANK_ISLE_OBJS)
 
 $(TOPO_ISLE_OBJS) $(JOBSUB_ISLE_OBJS) $(SPANK_ISLE_OBJS): \
 	CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
@@ -55,41 +50,39 @@ PLUGINS += $(B)/slurm/topology_isle.so $(B)/slurm/job_submit_isle.so \
 
 $(B)/slurm/topology_isle.so: $(TOPO_ISLE_OBJS) $(SLURM_TOPO_COMMON_OBJS) \
 			     $(B)/libisle_place.a $(B)/libisle_topo.a \
-			     slurm_plugin/topology_isle.map
+			     $(B)/libisle_proto.a slurm_plugin/topology_isle.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $(TOPO_ISLE_OBJS) \
 		$(SLURM_TOPO_COMMON_OBJS) $(B)/libisle_place.a \
-		$(B)/libisle_topo.a -Wl,--version-script=slurm_plugin/topology_isle.map \
+		$(B)/libisle_topo.a $(B)/libisle_proto.a \
+		-Wl,--version-script=slurm_plugin/topology_isle.map \
 		-ljson-c -lm $(LDLIBS)
 
 $(B)/slurm/job_submit_isle.so: $(JOBSUB_ISLE_OBJS) $(B)/libisle_topo.a \
-				slurm_plugin/job_submit_isle.map
+				$(B)/libisle_proto.a slurm_plugin/job_submit_isle.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -o $@ $(JOBSUB_ISLE_OBJS) $(B)/libisle_topo.a \
+		$(B)/libisle_proto.a \
 		-Wl,--version-script=slurm_plugin/job_submit_isle.map \
 		-ljson-c -lm $(LDLIBS)
 
-$(B)/slurm/spank_isle.so: $(SPANK_ISLE_OBJS) slurm_plugin/spank_isle.map
+$(B)/slurm/spank_isle.so: $(SPANK_ISLE_OBJS) $(B)/libisle_proto.a \
+			  slurm_plugin/spank_isle.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $(SPANK_ISLE_OBJS) \
-		-Wl,--version-script=slurm_plugin/spank_isle.map $(LDLIBS)
+	$(CC) -shared $(LDFLAGS) -o $@ $(SPANK_ISLE_OBJS) $(B)/libisle_proto.a \
+		-Wl,--version-script=slurm_plugin/spank_isle.map \
+		$(PROTO_LDLIBS) $(LDLIBS)
 
 # --- tests and bench -----------------------------------------------------
 SLURM_PLUGIN_TESTS := $(B)/tests/test_slurm_plugin_spank_opts
 UNIT_TESTS += $(SLURM_PLUGIN_TESTS)
 $(B)/tests/test_slurm_plugin_spank_opts: \
 		$(B)/tests/unit/test_slurm_plugin_spank_opts.o \
-		$(B)/slurm_plugin/spank_opts.o $(B)/slurm_plugin/spank_gres.o
+		$(B)/slurm_plugin/spank_opts.o $(B)/slurm_plugin/spank_gres.o \
+		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
 $(B)/tests/unit/test_slurm_plugin_spank_opts.o: CPPFLAGS += $(SLURM_PLUGIN_CPPFLAGS)
-
-UNIT_TESTS += $(B)/tests/test_slurm_plugin_explain
-$(B)/tests/test_slurm_plugin_explain: $(B)/tests/unit/test_slurm_plugin_explain.o \
-		$(EXPLAIN_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
-$(B)/tests/unit/test_slurm_plugin_explain.o: CPPFLAGS += -Islurm_plugin
 
 BENCHES += bench-slurm
 .PHONY: bench-slurm
@@ -99,7 +92,7 @@ bench-slurm: $(PLUGINS) $(BINS)
 
 UNIT_TESTS += $(B)/tests/test_slurm_plugin_store
 $(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \
-		$(B)/slurm_plugin/isle_store.o
+		$(B)/slurm_plugin/isle_store.o $(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
 $(B)/tests/unit/test_slurm_plugin_store.o: CPPFLAGS += -Islurm_plugin

@@ -27,27 +27,26 @@ static struct isle__spank_state state;
 
 static int _opt_cb(int val, const char *optarg, int remote);
 
-/* The one option table. `val` is the option id of spank_isle.h. */
-static struct spank_option isle_options[] = {
-    {"isle-tp", "N",
-     "isle: tensor-parallel group size; each group is kept inside one "
-     "NVLink island",
-     1, ISLE_OPT_TP, _opt_cb},
-    {"isle-pp", "N", "isle: pipeline-parallel stages", 1, ISLE_OPT_PP, _opt_cb},
-    {"isle-mode", "required|preferred",
-     "isle: wait for an island-aligned placement (required) or take the "
-     "best one available now (preferred)",
-     1, ISLE_OPT_MODE, _opt_cb},
-    {"isle-span", "island|node|leaf|spine",
-     "isle: loosest network tier the whole job may span", 1, ISLE_OPT_SPAN,
-     _opt_cb},
-    {"isle-compress", "none|fp16|bf16|int8|topk:RATIO",
-     "isle: gradient compression on the slow tiers (via the isle shim)", 1,
-     ISLE_OPT_COMPRESS, _opt_cb},
-    {"isle-shim", "auto|off",
-     "isle: load the isle communication shim into the job's tasks", 1,
-     ISLE_OPT_SHIM, _opt_cb},
-    SPANK_OPTIONS_TABLE_END};
+/* SPANK's option table, filled from proto's (isle_job_opt_desc) before
+ * the options are registered. `val` is the option id. */
+static struct spank_option isle_options[ISLE_OPT_COUNT];
+
+static void _options_fill(void)
+{
+	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
+		const struct isle_job_opt_desc *d = isle_job_opt_desc(opt);
+
+		isle_options[opt - 1] =
+		    (struct spank_option){(char *)d->name,
+					  (char *)d->arginfo,
+					  (char *)d->usage,
+					  1,
+					  opt,
+					  _opt_cb};
+	}
+	isle_options[ISLE_OPT_COUNT - 1] =
+	    (struct spank_option)SPANK_OPTIONS_TABLE_END;
+}
 
 const struct isle__spank_state *isle__spank_state(void)
 {
@@ -58,7 +57,7 @@ static int _opt_cb(int val, const char *optarg, int remote)
 {
 	char err[256];
 
-	if (isle__spank_opt_parse(&state.user, val, optarg, err, sizeof(err))) {
+	if (isle_job_opt_parse(&state.user, val, optarg, err, sizeof(err))) {
 		slurm_error("isle: %s", err);
 		return -1;
 	}
@@ -87,6 +86,7 @@ ISLE_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
 		return -1;
 	if (ctx == S_CTX_SLURMD || ctx == S_CTX_ERROR)
 		return 0;
+	_options_fill();
 	for (struct spank_option *o = isle_options; o->name; o++) {
 		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
 			slurm_error("isle: cannot register --%s", o->name);

@@ -10,9 +10,10 @@
  * spank_opts.c holds the parsing and validation, free of Slurm calls, so it is
  * unit-tested on its own.
  *
- * Options reach slurmctld as SPANK job environment variables ISLE_TP,
- * ISLE_PP, ISLE_MODE, ISLE_SPAN, ISLE_COMPRESS, ISLE_SHIM (slurmctld prefixes
- * them with SPANK_); topology/isle reads them in isle_eval.c.
+ * The options themselves (names, environment keys, limits, parsers) are
+ * proto/'s table (isle_proto.h: isle_job_opt_*). They reach slurmctld as
+ * SPANK job environment variables (slurmctld prefixes them with SPANK_);
+ * topology/isle and job_submit/isle re-check them (isle_policy.c).
  *
  * Error contract: int functions return 0 or a negative errno and write a
  * one-line message into err[errlen] naming the option or plugstack argument.
@@ -23,41 +24,7 @@
 #include <limits.h>
 #include <stddef.h>
 
-#define ISLE_SPANK_MAX_TP 1024
-#define ISLE_SPANK_MAX_PP 1024
-
-/* Option ids: the `val` of each entry of the option table. */
-enum isle__spank_opt {
-	ISLE_OPT_TP = 1,
-	ISLE_OPT_PP,
-	ISLE_OPT_MODE,
-	ISLE_OPT_SPAN,
-	ISLE_OPT_COMPRESS,
-	ISLE_OPT_SHIM,
-	ISLE_OPT_COUNT
-};
-
-enum isle__codec {
-	ISLE_CODEC_NONE = 0,
-	ISLE_CODEC_FP16,
-	ISLE_CODEC_BF16,
-	ISLE_CODEC_INT8,
-	ISLE_CODEC_TOPK,
-	ISLE_CODEC_COUNT
-};
-
-enum isle__shim { ISLE_SHIM_AUTO = 0, ISLE_SHIM_OFF };
-
-/* What a user asked for; *_set flags say which options were given. */
-struct isle__spank_opts {
-	int tp, pp;
-	int mode; /* isle_place_mode: 0 required, 1 preferred */
-	int span; /* isle_tier: island, node, leaf, spine */
-	enum isle__codec codec;
-	double topk_ratio; /* (0, 1] for ISLE_CODEC_TOPK */
-	enum isle__shim shim;
-	unsigned set; /* bit (1 << opt id) per option given */
-};
+#include "isle_proto.h"
 
 /* The admin's policy from plugstack.conf arguments:
  *   default_tp=N default_pp=N default_mode=required|preferred
@@ -65,8 +32,8 @@ struct isle__spank_opts {
  *   allowed_codecs=none,fp16,bf16,int8,topk   (comma list)
  *   shim=/path/libisle_shim.so  default_shim=auto|off  max_tp=N */
 struct isle__spank_policy {
-	struct isle__spank_opts defaults;
-	unsigned allowed_codecs; /* bit (1 << codec) */
+	struct isle_job_opts defaults;
+	unsigned allowed_codecs; /* bit (1 << isle_codec_kind) */
 	int max_tp;
 	char shim_path[PATH_MAX]; /* "" = no shim installed */
 	/* Per-job plan (spank_job.c, spank_remote.c); "" = default:
@@ -92,32 +59,11 @@ void isle__spank_policy_init(struct isle__spank_policy *p);
 int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			     char *err, size_t errlen);
 
-/* Validates one user option value and stores it in o. */
-int isle__spank_opt_parse(struct isle__spank_opts *o, int opt, const char *val,
-			  char *err, size_t errlen);
-
-/* Validates one value of the job environment (ISLE_TP=...), which holds
- * what isle__spank_opt_value wrote: the user forms plus "core" for the
- * unrestricted span. The controller reads jobs with it. */
-int isle__spank_env_parse(struct isle__spank_opts *o, int opt, const char *val,
-			  char *err, size_t errlen);
-
 /* Applies the policy to what the user gave: fills unset fields from the
  * defaults, checks the codec is allowed and tp within max_tp. */
 int isle__spank_resolve(const struct isle__spank_policy *p,
-			const struct isle__spank_opts *user,
-			struct isle__spank_opts *out, char *err, size_t errlen);
-
-/* Canonical text of one option of o ("8", "required", "topk:0.01"), for the
- * job environment. Writes into buf and returns it. */
-const char *isle__spank_opt_value(const struct isle__spank_opts *o, int opt,
-				  char *buf, size_t len);
-
-/* Environment name of an option ("ISLE_TP"), NULL for bad ids. */
-const char *isle__spank_opt_env(int opt);
-
-/* Command-line name of an option ("isle-tp"), NULL for bad ids. */
-const char *isle__spank_opt_name(int opt);
+			const struct isle_job_opts *user,
+			struct isle_job_opts *out, char *err, size_t errlen);
 
 /*
  * spank_gres.c: the GPU indices in one node's GRES detail from the
@@ -135,8 +81,8 @@ int isle__gres_gpu_idx(const char *detail, char *out, size_t len);
  * given, and the resolved options. Valid from init until exit. */
 struct isle__spank_state {
 	struct isle__spank_policy policy;
-	struct isle__spank_opts user;
-	struct isle__spank_opts job; /* resolved, valid after init_post_opt */
+	struct isle_job_opts user;
+	struct isle_job_opts job; /* resolved, valid after init_post_opt */
 	int resolved;
 };
 

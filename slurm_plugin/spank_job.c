@@ -50,16 +50,15 @@ static int _load_options(spank_t sp, struct isle__spank_state *st)
 	char err[256];
 
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		struct spank_option o = {.name =
-					     (char *)isle__spank_opt_name(opt),
-					 .has_arg = 1,
-					 .val = opt};
+		struct spank_option o = {
+		    .name = (char *)isle_job_opt_desc(opt)->name,
+		    .has_arg = 1,
+		    .val = opt};
 		char *val = NULL;
 
 		if (spank_option_getopt(sp, &o, &val) != ESPANK_SUCCESS || !val)
 			continue;
-		if (isle__spank_opt_parse(&st->user, opt, val, err,
-					  sizeof(err))) {
+		if (isle_job_opt_parse(&st->user, opt, val, err, sizeof(err))) {
 			slurm_error("isle: %s", err);
 			return -1;
 		}
@@ -100,22 +99,16 @@ int isle__spank_rundir(const struct isle__spank_policy *p, const char *node,
 	return 0;
 }
 
-/* The cluster file: the admin's, else isle.json beside slurm.conf (where
- * topology/isle looks by default). */
+/* The cluster file: the admin's, else proto's default (beside slurm.conf),
+ * where topology/isle looks by default. */
 static int _cluster_path(const struct isle__spank_policy *p, char *buf,
 			 size_t len)
 {
-	const char *conf = getenv("SLURM_CONF");
-	const char *slash = conf ? strrchr(conf, '/') : NULL;
 	int n;
 
-	if (p->cluster_path[0])
-		n = snprintf(buf, len, "%s", p->cluster_path);
-	else if (slash)
-		n = snprintf(buf, len, "%.*s/isle.json", (int)(slash - conf),
-			     conf);
-	else
-		n = snprintf(buf, len, "/etc/slurm/isle.json");
+	if (!p->cluster_path[0])
+		return isle_cluster_file_path(NULL, buf, len);
+	n = snprintf(buf, len, "%s", p->cluster_path);
 	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
@@ -402,9 +395,9 @@ static const char *_compress(const struct isle__spank_state *st, char *buf,
 			     size_t len)
 {
 	if ((st->user.set & (1u << ISLE_OPT_COMPRESS)) ||
-	    st->job.codec != ISLE_CODEC_NONE)
-		return isle__spank_opt_value(&st->job, ISLE_OPT_COMPRESS, buf,
-					     len);
+	    st->job.codec.kind != ISLE_CODEC_NONE)
+		return isle_job_opt_format(&st->job, ISLE_OPT_COMPRESS, buf,
+					   len);
 	return NULL;
 }
 

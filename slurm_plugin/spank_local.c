@@ -23,9 +23,9 @@ int isle__spank_local_post_opt(spank_t sp, struct isle__spank_state *st)
 	if (!st->user.set)
 		return 0;
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
-		const char *name = isle__spank_opt_env(opt);
+		const char *name = isle_job_opt_desc(opt)->env;
 		const char *val =
-		    isle__spank_opt_value(&st->job, opt, buf, sizeof(buf));
+		    isle_job_opt_format(&st->job, opt, buf, sizeof(buf));
 
 		if (spank_job_control_setenv(sp, name, val, 1) !=
 		    ESPANK_SUCCESS) {

@@ -1,6 +1,7 @@
 /*
- * spank_opts.c - parsing and validation of the isle SPANK options and of
- * the admin policy in plugstack.conf. No Slurm calls: unit-tested directly.
+ * spank_opts.c - the admin policy in plugstack.conf and its application to
+ * a job's options (the options themselves are proto's isle_job_opt_*). No
+ * Slurm calls: unit-tested directly.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,57 +12,17 @@
 #include "isle_place.h"
 #include "spank_isle.h"
 
-static const char *const codec_names[ISLE_CODEC_COUNT] = {
-    [ISLE_CODEC_NONE] = "none", [ISLE_CODEC_FP16] = "fp16",
-    [ISLE_CODEC_BF16] = "bf16", [ISLE_CODEC_INT8] = "int8",
-    [ISLE_CODEC_TOPK] = "topk",
-};
-
-static const char *const opt_names[ISLE_OPT_COUNT] = {
-    [ISLE_OPT_TP] = "isle-tp",
-    [ISLE_OPT_PP] = "isle-pp",
-    [ISLE_OPT_MODE] = "isle-mode",
-    [ISLE_OPT_SPAN] = "isle-span",
-    [ISLE_OPT_COMPRESS] = "isle-compress",
-    [ISLE_OPT_SHIM] = "isle-shim",
-};
-
-static const char *const opt_envs[ISLE_OPT_COUNT] = {
-    [ISLE_OPT_TP] = "ISLE_TP",
-    [ISLE_OPT_PP] = "ISLE_PP",
-    [ISLE_OPT_MODE] = "ISLE_MODE",
-    [ISLE_OPT_SPAN] = "ISLE_SPAN",
-    [ISLE_OPT_COMPRESS] = "ISLE_COMPRESS",
-    [ISLE_OPT_SHIM] = "ISLE_SHIM",
-};
-
-/* The spans a job may ask for; "core" is the unrestricted default. */
-static const struct {
-	const char *name;
-	isle_tier tier;
-} spans[] = {
-    {"island", ISLE_TIER_ISLAND},
-    {"node", ISLE_TIER_NODE},
-    {"leaf", ISLE_TIER_LEAF},
-    {"spine", ISLE_TIER_SPINE},
-};
-
-static const char *_span_name(int tier)
-{
-	for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++)
-		if ((int)spans[i].tier == tier)
-			return spans[i].name;
-	return "core"; /* unrestricted */
-}
-
-static int _fail(char *err, size_t errlen, const char *what, const char *val,
-		 const char *expect)
-{
-	if (err && errlen)
-		snprintf(err, errlen, "invalid %s '%s': expected %s", what,
-			 val ? val : "", expect);
-	return -EINVAL;
-}
+/* Option values are proto's isle_job_opt_*; ids and enums must match the
+ * engine's. */
+_Static_assert((int)ISLE_JOB_REQUIRED == (int)ISLE_PLACE_REQUIRED &&
+		   (int)ISLE_JOB_PREFERRED == (int)ISLE_PLACE_PREFERRED,
+	       "isle_job_mode and isle_place_mode differ");
+_Static_assert((int)ISLE_JOB_SPAN_ISLAND == (int)ISLE_TIER_ISLAND &&
+		   (int)ISLE_JOB_SPAN_NODE == (int)ISLE_TIER_NODE &&
+		   (int)ISLE_JOB_SPAN_LEAF == (int)ISLE_TIER_LEAF &&
+		   (int)ISLE_JOB_SPAN_SPINE == (int)ISLE_TIER_SPINE &&
+		   (int)ISLE_JOB_SPAN_CORE == (int)ISLE_TIER_CORE,
+	       "isle_job_span and isle_tier differ");
 
 static int _parse_count(const char *val, int max, int *out)
 {
@@ -78,120 +39,6 @@ static int _parse_count(const char *val, int max, int *out)
 	return 0;
 }
 
-static int _parse_codec(const char *val, enum isle__codec *codec, double *ratio)
-{
-	char *end;
-	double r;
-
-	if (!val)
-		return -EINVAL;
-	if (!strncasecmp(val, "topk:", 5)) {
-		errno = 0;
-		r = strtod(val + 5, &end);
-		if (errno || end == val + 5 || *end || !(r > 0.0) || r > 1.0)
-			return -EINVAL;
-		*codec = ISLE_CODEC_TOPK;
-		*ratio = r;
-		return 0;
-	}
-	for (int c = 0; c < ISLE_CODEC_COUNT; c++) {
-		if (c != ISLE_CODEC_TOPK && !strcasecmp(val, codec_names[c])) {
-			*codec = c;
-			*ratio = 0.0;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int _parse_span(const char *val, int *span)
-{
-	for (size_t i = 0; val && i < sizeof(spans) / sizeof(spans[0]); i++) {
-		if (!strcasecmp(val, spans[i].name)) {
-			*span = spans[i].tier;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int _parse_mode(const char *val, int *mode)
-{
-	if (val && !strcasecmp(val, "required"))
-		*mode = ISLE_PLACE_REQUIRED;
-	else if (val && !strcasecmp(val, "preferred"))
-		*mode = ISLE_PLACE_PREFERRED;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-static int _parse_shim(const char *val, enum isle__shim *shim)
-{
-	if (val && !strcasecmp(val, "auto"))
-		*shim = ISLE_SHIM_AUTO;
-	else if (val && !strcasecmp(val, "off"))
-		*shim = ISLE_SHIM_OFF;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-int isle__spank_opt_parse(struct isle__spank_opts *o, int opt, const char *val,
-			  char *err, size_t errlen)
-{
-	char what[32];
-	int rc = -EINVAL;
-	const char *expect = "";
-
-	if (opt <= 0 || opt >= ISLE_OPT_COUNT)
-		return _fail(err, errlen, "isle option", val, "a known option");
-	snprintf(what, sizeof(what), "--%s", opt_names[opt]);
-	switch (opt) {
-	case ISLE_OPT_TP:
-		rc = _parse_count(val, ISLE_SPANK_MAX_TP, &o->tp);
-		expect = "an integer from 1 to 1024";
-		break;
-	case ISLE_OPT_PP:
-		rc = _parse_count(val, ISLE_SPANK_MAX_PP, &o->pp);
-		expect = "an integer from 1 to 1024";
-		break;
-	case ISLE_OPT_MODE:
-		rc = _parse_mode(val, &o->mode);
-		expect = "required or preferred";
-		break;
-	case ISLE_OPT_SPAN:
-		rc = _parse_span(val, &o->span);
-		expect = "island, node, leaf or spine";
-		break;
-	case ISLE_OPT_COMPRESS:
-		rc = _parse_codec(val, &o->codec, &o->topk_ratio);
-		expect =
-		    "none, fp16, bf16, int8 or topk:RATIO with 0 < RATIO <= 1";
-		break;
-	case ISLE_OPT_SHIM:
-		rc = _parse_shim(val, &o->shim);
-		expect = "auto or off";
-		break;
-	}
-	if (rc)
-		return _fail(err, errlen, what, val, expect);
-	o->set |= 1u << opt;
-	return 0;
-}
-
-int isle__spank_env_parse(struct isle__spank_opts *o, int opt, const char *val,
-			  char *err, size_t errlen)
-{
-	/* isle__spank_opt_value writes the unrestricted span as "core". */
-	if (opt == ISLE_OPT_SPAN && val && !strcasecmp(val, "core")) {
-		o->span = ISLE_TIER_CORE;
-		o->set |= 1u << opt;
-		return 0;
-	}
-	return isle__spank_opt_parse(o, opt, val, err, errlen);
-}
-
 void isle__spank_policy_init(struct isle__spank_policy *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -199,17 +46,17 @@ void isle__spank_policy_init(struct isle__spank_policy *p)
 	p->defaults.pp = 1;
 	p->defaults.mode = ISLE_PLACE_REQUIRED;
 	p->defaults.span = ISLE_TIER_CORE; /* unrestricted */
-	p->defaults.codec = ISLE_CODEC_NONE;
+	p->defaults.codec = (struct isle_codec){.kind = ISLE_CODEC_NONE};
 	p->defaults.shim = ISLE_SHIM_AUTO;
 	p->allowed_codecs = (1u << ISLE_CODEC_COUNT) - 1;
-	p->max_tp = ISLE_SPANK_MAX_TP;
+	p->max_tp = ISLE_JOB_MAX_TP;
 }
 
+/* Codec kinds: "topk" alone names the kind, other items are specs. */
 static int _parse_codec_list(const char *val, unsigned *mask)
 {
 	char buf[256], *save = NULL, *tok;
-	enum isle__codec c;
-	double r;
+	struct isle_codec c;
 
 	if (!val || strlen(val) >= sizeof(buf))
 		return -EINVAL;
@@ -217,11 +64,11 @@ static int _parse_codec_list(const char *val, unsigned *mask)
 	*mask = 0;
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (!strcasecmp(tok, "topk"))
-			c = ISLE_CODEC_TOPK;
-		else if (_parse_codec(tok, &c, &r))
+		if (!strcasecmp(tok, isle_codec_kind_name(ISLE_CODEC_TOPK)))
+			c.kind = ISLE_CODEC_TOPK;
+		else if (isle_codec_parse(tok, &c, NULL, 0))
 			return -EINVAL;
-		*mask |= 1u << c;
+		*mask |= 1u << c.kind;
 	}
 	/* "none" is always allowed: a job can always run uncompressed. */
 	*mask |= 1u << ISLE_CODEC_NONE;
@@ -231,7 +78,7 @@ static int _parse_codec_list(const char *val, unsigned *mask)
 int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			     char *err, size_t errlen)
 {
-	struct isle__spank_opts *d = &p->defaults;
+	struct isle_job_opts *d = &p->defaults;
 
 	for (int i = 0; i < ac; i++) {
 		const char *arg = av[i], *eq = strchr(arg, '=');
@@ -259,8 +106,8 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			rc = _parse_codec_list(val, &p->allowed_codecs);
 			expect = "a comma list of none, fp16, bf16, int8, topk";
 		} else if (KEY("max_tp")) {
-			rc = _parse_count(val, ISLE_SPANK_MAX_TP, &p->max_tp);
-			expect = "an integer from 1 to 1024";
+			rc = _parse_count(val, ISLE_JOB_MAX_TP, &p->max_tp);
+			expect = isle_job_opt_desc(ISLE_OPT_TP)->expect;
 		} else if (KEY("shim")) {
 			rc = (val[0] == '/' &&
 			      strlen(val) < sizeof(p->shim_path))
@@ -301,7 +148,7 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 		}
 #undef KEY
 		if (opt) {
-			rc = isle__spank_opt_parse(d, opt, val, err, errlen);
+			rc = isle_job_opt_parse(d, opt, val, err, errlen);
 			if (rc)
 				return rc; /* err names the option */
 			continue;
@@ -316,22 +163,22 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 		}
 	}
 	d->set = 0; /* defaults are not user choices */
-	if (!(p->allowed_codecs & (1u << d->codec))) {
+	if (!(p->allowed_codecs & (1u << d->codec.kind))) {
 		if (err && errlen)
 			snprintf(err, errlen,
 				 "plugstack.conf: default_compress=%s is not "
 				 "in allowed_codecs",
-				 codec_names[d->codec]);
+				 isle_codec_kind_name(d->codec.kind));
 		return -EINVAL;
 	}
 	return 0;
 }
 
 int isle__spank_resolve(const struct isle__spank_policy *p,
-			const struct isle__spank_opts *user,
-			struct isle__spank_opts *out, char *err, size_t errlen)
+			const struct isle_job_opts *user,
+			struct isle_job_opts *out, char *err, size_t errlen)
 {
-	const struct isle__spank_opts *d = &p->defaults;
+	const struct isle_job_opts *d = &p->defaults;
 	unsigned set = user->set;
 
 #define PICK(bit, field)                                                       \
@@ -341,77 +188,34 @@ int isle__spank_resolve(const struct isle__spank_policy *p,
 	PICK(ISLE_OPT_MODE, mode);
 	PICK(ISLE_OPT_SPAN, span);
 	PICK(ISLE_OPT_COMPRESS, codec);
-	PICK(ISLE_OPT_COMPRESS, topk_ratio);
 	PICK(ISLE_OPT_SHIM, shim);
 #undef PICK
 	out->set = set;
 
 	if (out->tp > p->max_tp) {
-		snprintf(err, errlen,
-			 "--isle-tp=%d exceeds the site limit max_tp=%d",
-			 out->tp, p->max_tp);
+		snprintf(
+		    err, errlen, "--%s=%d exceeds the site limit max_tp=%d",
+		    isle_job_opt_desc(ISLE_OPT_TP)->name, out->tp, p->max_tp);
 		return -EINVAL;
 	}
-	if (!(p->allowed_codecs & (1u << out->codec))) {
-		snprintf(err, errlen,
-			 "--isle-compress=%s is not allowed on this cluster",
-			 codec_names[out->codec]);
+	if (!(p->allowed_codecs & (1u << out->codec.kind))) {
+		snprintf(err, errlen, "--%s=%s is not allowed on this cluster",
+			 isle_job_opt_desc(ISLE_OPT_COMPRESS)->name,
+			 isle_codec_kind_name(out->codec.kind));
 		return -EINVAL;
 	}
 	/* Without an installed shim there is nothing to preload. */
 	if (!p->shim_path[0])
 		out->shim = ISLE_SHIM_OFF;
-	if (out->codec != ISLE_CODEC_NONE && out->shim == ISLE_SHIM_OFF &&
+	if (out->codec.kind != ISLE_CODEC_NONE && out->shim == ISLE_SHIM_OFF &&
 	    (set & (1u << ISLE_OPT_COMPRESS))) {
 		snprintf(err, errlen,
-			 "--isle-compress=%s needs the isle shim, which is %s",
-			 codec_names[out->codec],
+			 "--%s=%s needs the isle shim, which is %s",
+			 isle_job_opt_desc(ISLE_OPT_COMPRESS)->name,
+			 isle_codec_kind_name(out->codec.kind),
 			 p->shim_path[0] ? "off (--isle-shim=off)"
 					 : "not installed on this cluster");
 		return -EINVAL;
 	}
 	return 0;
-}
-
-const char *isle__spank_opt_value(const struct isle__spank_opts *o, int opt,
-				  char *buf, size_t len)
-{
-	buf[0] = '\0';
-	switch (opt) {
-	case ISLE_OPT_TP:
-		snprintf(buf, len, "%d", o->tp);
-		break;
-	case ISLE_OPT_PP:
-		snprintf(buf, len, "%d", o->pp);
-		break;
-	case ISLE_OPT_MODE:
-		snprintf(buf, len, "%s",
-			 o->mode == ISLE_PLACE_REQUIRED ? "required"
-							: "preferred");
-		break;
-	case ISLE_OPT_SPAN:
-		snprintf(buf, len, "%s", _span_name(o->span));
-		break;
-	case ISLE_OPT_COMPRESS:
-		if (o->codec == ISLE_CODEC_TOPK)
-			snprintf(buf, len, "topk:%g", o->topk_ratio);
-		else
-			snprintf(buf, len, "%s", codec_names[o->codec]);
-		break;
-	case ISLE_OPT_SHIM:
-		snprintf(buf, len, "%s",
-			 o->shim == ISLE_SHIM_OFF ? "off" : "auto");
-		break;
-	}
-	return buf;
-}
-
-const char *isle__spank_opt_env(int opt)
-{
-	return (opt > 0 && opt < ISLE_OPT_COUNT) ? opt_envs[opt] : NULL;
-}
-
-const char *isle__spank_opt_name(int opt)
-{
-	return (opt > 0 && opt < ISLE_OPT_COUNT) ? opt_names[opt] : NULL;
 }

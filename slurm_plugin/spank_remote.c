@@ -30,10 +30,6 @@
 
 #include "spank_isle.h"
 
-#define PLAN_FILE "plan.json"
-#define NCCL_XML_FILE "nccl-topo.xml"
-#define NCCL_ENV_FILE "nccl.env"
-#define ERROR_FILE "error"
 #define MAX_SMALL_FILE 65536
 
 int isle__spank_remote_post_opt(spank_t sp, struct isle__spank_state *st)
@@ -58,13 +54,13 @@ static int _export_options(spank_t sp, const struct isle__spank_state *st)
 		return 0;
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
 		const char *val =
-		    isle__spank_opt_value(&st->job, opt, buf, sizeof(buf));
+		    isle_job_opt_format(&st->job, opt, buf, sizeof(buf));
 
-		if (spank_setenv(sp, isle__spank_opt_env(opt), val, 1) !=
+		if (spank_setenv(sp, isle_job_opt_desc(opt)->env, val, 1) !=
 		    ESPANK_SUCCESS) {
 			slurm_error(
 			    "isle: cannot set %s in the task environment",
-			    isle__spank_opt_env(opt));
+			    isle_job_opt_desc(opt)->env);
 			return -1;
 		}
 	}
@@ -256,40 +252,23 @@ static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 	return 0;
 }
 
-/*
- * The node the plan puts RANK on, from plan.json as the agent writes it
- * (docs/plan.md: one object per rank, "rank" before "node"). 0 if found.
- */
-static int _plan_rank_node(const char *plan, uint32_t rank, char *node,
+/* The node the plan at path puts RANK on (proto's reader, the shim's).
+ * 0 if found. */
+static int _plan_rank_node(const char *path, uint32_t rank, char *node,
 			   size_t len)
 {
-	const char *s = plan;
+	struct isle_plan *plan = NULL;
+	int rc = -1;
 
-	while ((s = strstr(s, "\"rank\":"))) {
-		const char *end = strchr(s, '}'), *q;
-		char *num_end;
-		unsigned long r = strtoul(s + 7, &num_end, 10);
-		size_t n;
-
-		s = num_end;
-		if (r != rank || !end)
-			continue;
-		q = strstr(s, "\"node\":");
-		if (!q || q > end)
-			return -1;
-		q += 7;
-		while (*q == ' ')
-			q++;
-		if (*q++ != '"')
-			return -1;
-		n = strcspn(q, "\"");
-		if (n == 0 || n >= len)
-			return -1;
-		memcpy(node, q, n);
-		node[n] = '\0';
-		return 0;
+	if (isle_plan_read(path, &plan, NULL, 0))
+		return -1;
+	if (rank < (uint32_t)plan->nranks &&
+	    strlen(plan->ranks[rank].node) < len) {
+		strcpy(node, plan->ranks[rank].node);
+		rc = 0;
 	}
-	return -1;
+	isle_plan_destroy(plan);
+	return rc;
 }
 
 /* One line on the task's stderr: the job's output shows why. */
@@ -339,11 +318,11 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 		return 0;
 	snprintf(dir, sizeof(dir), "%s/%u", rundir, job_id);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, PLAN_FILE);
+	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_PLAN);
 	if (access(path, R_OK)) {
 		if (task_id != 0)
 			return 0;
-		text = _slurp(dir, ERROR_FILE);
+		text = _slurp(dir, ISLE_RUNDIR_ERROR);
 		if (text) {
 			_say_shim_off(job_id, node, text);
 			free(text);
@@ -382,10 +361,9 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	 * compares SLURMD_NODENAME with the plan in one collective and falls
 	 * back to plain MPI on every rank. Said once per disagreeing node.
 	 */
-	text = _slurp(dir, PLAN_FILE);
-	if (text && task_id == 0 &&
+	if (task_id == 0 &&
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &task_gid) == ESPANK_SUCCESS &&
-	    !_plan_rank_node(text, task_gid, plan_node, sizeof(plan_node)) &&
+	    !_plan_rank_node(path, task_gid, plan_node, sizeof(plan_node)) &&
 	    strcmp(plan_node, node)) {
 		snprintf(why, sizeof(why),
 			 "Slurm started task %u on %s, the plan puts rank %u "
@@ -395,12 +373,11 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 			 task_gid, node, task_gid, plan_node);
 		_say_shim_off(job_id, node, why);
 	}
-	free(text);
-	spank_setenv(sp, "ISLE_PLAN", path, 1);
-	snprintf(path, sizeof(path), "%s/%s", dir, NCCL_XML_FILE);
+	spank_setenv(sp, ISLE_PLAN_ENV, path, 1);
+	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_NCCL_XML);
 	if (!access(path, R_OK))
 		spank_setenv(sp, "NCCL_TOPO_FILE", path, 0);
-	text = _slurp(dir, NCCL_ENV_FILE);
+	text = _slurp(dir, ISLE_RUNDIR_NCCL_ENV);
 	if (text) {
 		_export_nccl_env(sp, text);
 		free(text);

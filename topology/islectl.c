@@ -1,6 +1,7 @@
 /*
  * islectl.c - the isle admin tool: build, check, show and export the
- * cluster file. Subcommands are rows of `commands` (see islectl.h).
+ * cluster file. Subcommands are rows of `commands` (see islectl.h); dot and
+ * explain live in islectl_dot.c and islectl_explain.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -16,32 +16,30 @@
 #include "isle_topo.h"
 #include "islectl.h"
 
-#define EXIT_USAGE 2
-
-static const char *prog = "islectl";
+const char *const isle__ctl_prog = "islectl";
 
 static void warn_stderr(void *arg, const char *msg)
 {
 	const char *what = arg ? arg : "warning";
 
-	fprintf(stderr, "%s: %s: %s\n", prog, what, msg);
+	fprintf(stderr, "%s: %s: %s\n", isle__ctl_prog, what, msg);
 }
 
 /* Loads FILE or prints the error; returns NULL on failure. */
-static isle_topo *load(const char *path)
+isle_topo *isle__ctl_load(const char *path)
 {
 	char err[1024];
 	isle_topo *t = NULL;
 
 	if (isle_topo_load(path, &t, err, sizeof(err))) {
-		fprintf(stderr, "%s: error: %s\n", prog, err);
+		fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 		return NULL;
 	}
 	return t;
 }
 
 /* Opens -o FILE for writing, or stdout. */
-static FILE *open_out(const char *path)
+FILE *isle__ctl_open_out(const char *path)
 {
 	FILE *f;
 
@@ -49,11 +47,12 @@ static FILE *open_out(const char *path)
 		return stdout;
 	f = fopen(path, "w");
 	if (!f)
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", isle__ctl_prog, path,
+			strerror(errno));
 	return f;
 }
 
-static int close_out(FILE *f, const char *path)
+int isle__ctl_close_out(FILE *f, const char *path)
 {
 	int bad = ferror(f);
 
@@ -62,7 +61,7 @@ static int close_out(FILE *f, const char *path)
 	else
 		bad |= fflush(f) != 0;
 	if (bad)
-		fprintf(stderr, "%s: %s: write error\n", prog,
+		fprintf(stderr, "%s: %s: write error\n", isle__ctl_prog,
 			path ? path : "stdout");
 	return bad ? 1 : 0;
 }
@@ -91,11 +90,11 @@ static int cmd_validate(int argc, char **argv)
 	int nwarn;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s validate FILE\n", prog);
-		return EXIT_USAGE;
+		fprintf(stderr, "usage: %s validate FILE\n", isle__ctl_prog);
+		return ISLECTL_EXIT_USAGE;
 	}
 	isle_topo_set_warn(warn_stderr, "warning");
-	t = load(argv[1]);
+	t = isle__ctl_load(argv[1]);
 	if (!t)
 		return 1;
 	nwarn = isle_topo_lint(t, warn_stderr, "warning");
@@ -217,10 +216,10 @@ static int cmd_show(int argc, char **argv)
 	int nloose = 0, rc = 1;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s show FILE\n", prog);
-		return EXIT_USAGE;
+		fprintf(stderr, "usage: %s show FILE\n", isle__ctl_prog);
+		return ISLECTL_EXIT_USAGE;
 	}
-	t = load(argv[1]);
+	t = isle__ctl_load(argv[1]);
 	if (!t)
 		return 1;
 	sh.t = t;
@@ -273,7 +272,7 @@ static int cmd_show(int argc, char **argv)
 		       list ? list : "?");
 		free(list);
 	}
-	rc = close_out(stdout, NULL);
+	rc = isle__ctl_close_out(stdout, NULL);
 out:
 	free(sh.seen);
 	free(sh.tmp);
@@ -329,24 +328,25 @@ static int cmd_emit(int argc, char **argv)
 	if (strcmp(kind, "slurm-tree") && strcmp(kind, "slurm-block") &&
 	    strcmp(kind, "gres") && strcmp(kind, "nccl-xml") &&
 	    strcmp(kind, "fabric")) {
-		fprintf(stderr, "%s: emit: unknown format '%s'\n", prog, kind);
+		fprintf(stderr, "%s: emit: unknown format '%s'\n",
+			isle__ctl_prog, kind);
 		goto usage;
 	}
 	if (type && (strcmp(kind, "gres") || !isle_gres_type_valid(type))) {
 		fprintf(stderr,
 			"%s: emit: --type '%s': a GRES type of letters, "
 			"digits, '_', '.', '-' (emit gres only)\n",
-			prog, type);
-		return EXIT_USAGE;
+			isle__ctl_prog, type);
+		return ISLECTL_EXIT_USAGE;
 	}
-	t = load(argv[optind + 1]);
+	t = isle__ctl_load(argv[optind + 1]);
 	if (!t)
 		return 1;
 	if (node) {
 		ni = isle_topo_find_node(t, node);
 		if (ni < 0) {
-			fprintf(stderr, "%s: emit: no node '%s' in %s\n", prog,
-				node, argv[optind + 1]);
+			fprintf(stderr, "%s: emit: no node '%s' in %s\n",
+				isle__ctl_prog, node, argv[optind + 1]);
 			isle_topo_destroy(t);
 			return 1;
 		}
@@ -355,9 +355,9 @@ static int cmd_emit(int argc, char **argv)
 			fprintf(stderr,
 				"%s: emit nccl-xml: --node is needed "
 				"(one file per node)\n",
-				prog);
+				isle__ctl_prog);
 			isle_topo_destroy(t);
-			return EXIT_USAGE;
+			return ISLECTL_EXIT_USAGE;
 		}
 		ni = 0;
 	}
@@ -384,17 +384,18 @@ static int cmd_emit(int argc, char **argv)
 		fprintf(stderr,
 			"%s: emit gres: bad --cores '%s' (want "
 			"\"0-15\" or \"0:0-31;1:32-63\")\n",
-			prog, cores);
+			isle__ctl_prog, cores);
 	else if (rc)
-		fprintf(stderr, "%s: emit %s: %s\n", prog, kind, strerror(-rc));
+		fprintf(stderr, "%s: emit %s: %s\n", isle__ctl_prog, kind,
+			strerror(-rc));
 	if (!rc) {
-		out = open_out(outp);
+		out = isle__ctl_open_out(outp);
 		if (!out)
 			rc = 1;
 		else if (len)
 			fwrite(text, 1, len, out);
 		if (out)
-			rc = close_out(out, outp);
+			rc = isle__ctl_close_out(out, outp);
 	}
 	free(text);
 	return rc ? 1 : 0;
@@ -403,194 +404,8 @@ usage:
 		"usage: %s emit slurm-tree|slurm-block|gres|nccl-xml|fabric "
 		"[--node N] [--dev-dir DIR] [--cores LIST|N:LIST;...] "
 		"[--type TYPE] [-o OUT] FILE\n",
-		prog);
-	return EXIT_USAGE;
-}
-
-/* --- dot -------------------------------------------------------------------
- */
-
-/*
- * Reads "jobid nodelist" lines into job_of_node (index into *names).
- * Unknown nodes are warnings: the job file may be older than the cluster.
- */
-static int read_jobs(const isle_topo *t, const char *path, int *job_of_node,
-		     char ***names, int *njobs)
-{
-	FILE *f = fopen(path, "r");
-	char line[8192], err[256];
-	int lineno = 0, rc = 0;
-
-	*names = NULL;
-	*njobs = 0;
-	if (!f) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-		return 1;
-	}
-	while (!rc && fgets(line, sizeof(line), f)) {
-		char id[256], list[8000], **hosts = NULL, **p;
-		int nhosts = 0;
-
-		lineno++;
-		if (line[strspn(line, " \t\r\n")] == '\0' ||
-		    line[strspn(line, " \t")] == '#')
-			continue;
-		if (sscanf(line, "%255s %7999s", id, list) != 2) {
-			fprintf(stderr,
-				"%s: %s:%d: expected \"jobid nodelist\"\n",
-				prog, path, lineno);
-			rc = 1;
-			break;
-		}
-		if (isle_hostlist_expand(list, &hosts, &nhosts, err,
-					 sizeof(err))) {
-			fprintf(stderr, "%s: %s:%d: %s\n", prog, path, lineno,
-				err);
-			rc = 1;
-			break;
-		}
-		p = realloc(*names, (size_t)(*njobs + 1) * sizeof(char *));
-		if (!p || !(p[*njobs] = strdup(id))) {
-			if (p)
-				*names = p;
-			isle_hostlist_free(hosts, nhosts);
-			rc = 1;
-			break;
-		}
-		*names = p;
-		for (int h = 0; h < nhosts; h++) {
-			int ni = isle_topo_find_node(t, hosts[h]);
-
-			if (ni < 0)
-				fprintf(stderr,
-					"%s: warning: %s:%d: no node "
-					"'%s' in the cluster\n",
-					prog, path, lineno, hosts[h]);
-			else
-				job_of_node[ni] = *njobs;
-		}
-		(*njobs)++;
-		isle_hostlist_free(hosts, nhosts);
-	}
-	fclose(f);
-	return rc;
-}
-
-/* Pipes DOT text into `dot -T<fmt> -o <path>`. */
-static int run_dot(const isle_topo *t, const int *job_of_node,
-		   const char *const *names, int njobs, const char *fmt,
-		   const char *path)
-{
-	int fds[2], status, rc;
-	pid_t pid;
-	FILE *w;
-
-	if (pipe(fds)) {
-		perror("pipe");
-		return 1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		perror("fork");
-		return 1;
-	}
-	if (pid == 0) {
-		char tflag[32];
-
-		snprintf(tflag, sizeof(tflag), "-T%s", fmt);
-		dup2(fds[0], 0);
-		close(fds[0]);
-		close(fds[1]);
-		execlp("dot", "dot", tflag, "-o", path, (char *)NULL);
-		fprintf(stderr, "%s: cannot run dot (Graphviz): %s\n", prog,
-			strerror(errno));
-		_exit(127);
-	}
-	close(fds[0]);
-	w = fdopen(fds[1], "w");
-	if (!w) {
-		close(fds[1]);
-		waitpid(pid, &status, 0);
-		return 1;
-	}
-	rc = isle_emit_dot(t, job_of_node, names, njobs, w);
-	fclose(w);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "%s: dot failed for %s\n", prog, path);
-		return 1;
-	}
-	return rc ? 1 : 0;
-}
-
-static int cmd_dot(int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"jobs", required_argument, NULL, 'j'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *outp = NULL, *jobs = NULL, *ext;
-	int *job_of_node = NULL, njobs = 0, c, rc = 1;
-	char **names = NULL;
-	isle_topo *t;
-
-	while ((c = getopt_long(argc, argv, "o:j:", opts, NULL)) != -1) {
-		if (c == 'o')
-			outp = optarg;
-		else if (c == 'j')
-			jobs = optarg;
-		else
-			goto usage;
-	}
-	if (argc - optind != 1)
-		goto usage;
-	ext = outp ? strrchr(outp, '.') : NULL;
-	if (outp && (!ext || (strcmp(ext, ".png") && strcmp(ext, ".svg") &&
-			      strcmp(ext, ".pdf") && strcmp(ext, ".dot")))) {
-		fprintf(stderr,
-			"%s: dot: -o wants a .png, .svg, .pdf or .dot "
-			"file\n",
-			prog);
-		return EXIT_USAGE;
-	}
-	t = load(argv[optind]);
-	if (!t)
-		return 1;
-	if (jobs) {
-		job_of_node = malloc(((size_t)t->nnodes + 1) * sizeof(int));
-		if (!job_of_node)
-			goto out;
-		for (int i = 0; i < t->nnodes; i++)
-			job_of_node[i] = -1;
-		if (read_jobs(t, jobs, job_of_node, &names, &njobs))
-			goto out;
-	}
-	if (!outp || !strcmp(ext, ".dot")) {
-		FILE *out = open_out(outp);
-
-		if (!out)
-			goto out;
-		rc = isle_emit_dot(t, job_of_node, (const char *const *)names,
-				   njobs, out) != 0;
-		rc = close_out(out, outp) || rc;
-	} else {
-		rc = run_dot(t, job_of_node, (const char *const *)names, njobs,
-			     ext + 1, outp);
-	}
-out:
-	for (int j = 0; j < njobs; j++)
-		free(names[j]);
-	free(names);
-	free(job_of_node);
-	isle_topo_destroy(t);
-	return rc;
-usage:
-	fprintf(stderr,
-		"usage: %s dot [-o OUT.png|.svg|.pdf|.dot] "
-		"[--jobs JOBSFILE] FILE\n",
-		prog);
-	return EXIT_USAGE;
+		isle__ctl_prog);
+	return ISLECTL_EXIT_USAGE;
 }
 
 /* --- build -----------------------------------------------------------------
@@ -619,7 +434,7 @@ static int add_node_json(const char *path, char ***files, int *n, int *cap)
 		closedir(d);
 		ne = scandir(path, &ents, json_name, alphasort);
 		if (ne < 0) {
-			fprintf(stderr, "%s: %s: %s\n", prog, path,
+			fprintf(stderr, "%s: %s: %s\n", isle__ctl_prog, path,
 				strerror(errno));
 			return 1;
 		}
@@ -649,7 +464,7 @@ static int add_node_json(const char *path, char ***files, int *n, int *cap)
 	}
 	free(ents);
 	if (rc)
-		fprintf(stderr, "%s: out of memory\n", prog);
+		fprintf(stderr, "%s: out of memory\n", isle__ctl_prog);
 	return rc;
 }
 
@@ -681,7 +496,8 @@ static int filter_node_files(char **files, int *n, const char *list)
 	int nhosts = 0, k = 0;
 
 	if (isle_hostlist_expand(list, &hosts, &nhosts, err, sizeof(err))) {
-		fprintf(stderr, "%s: --nodes '%s': %s\n", prog, list, err);
+		fprintf(stderr, "%s: --nodes '%s': %s\n", isle__ctl_prog, list,
+			err);
 		return 1;
 	}
 	qsort(hosts, (size_t)nhosts, sizeof(char *), cmp_pstr);
@@ -777,7 +593,7 @@ static int cmd_build(int argc, char **argv)
 		};
 
 		if (isle_ibnd_load_opts(t, dump, &o, err, sizeof(err)) < 0) {
-			fprintf(stderr, "%s: error: %s\n", prog, err);
+			fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 			goto out;
 		}
 	}
@@ -791,7 +607,7 @@ static int cmd_build(int argc, char **argv)
 	if (nfiles &&
 	    isle_topo_merge_node_json_files(t, (const char *const *)files,
 					    nfiles, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: error: %s\n", prog, err);
+		fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 		goto out;
 	}
 	/* Before the overrides, which may set the tier themselves. */
@@ -799,18 +615,18 @@ static int cmd_build(int argc, char **argv)
 		fprintf(stderr,
 			"%s: island tier: %g GB/s per GPU, from the GPUs' "
 			"NVLink links\n",
-			prog, t->tier[ISLE_TIER_ISLAND].bw_gbps);
+			isle__ctl_prog, t->tier[ISLE_TIER_ISLAND].bw_gbps);
 	if (over && isle_topo_merge_json(t, over, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: error: %s\n", prog, err);
+		fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 		goto out;
 	}
 	if (isle_topo_finalize(t, err, sizeof(err))) {
-		fprintf(stderr, "%s: error: %s\n", prog, err);
+		fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 		goto out;
 	}
 	if (outp && strcmp(outp, "-")) {
 		if (isle_topo_save(t, outp, err, sizeof(err))) {
-			fprintf(stderr, "%s: error: %s\n", prog, err);
+			fprintf(stderr, "%s: error: %s\n", isle__ctl_prog, err);
 			goto out;
 		}
 	} else {
@@ -820,14 +636,14 @@ static int cmd_build(int argc, char **argv)
 			goto out;
 		fputs(json, stdout);
 		free(json);
-		if (close_out(stdout, NULL))
+		if (isle__ctl_close_out(stdout, NULL))
 			goto out;
 	}
 	fprintf(stderr,
 		"%s: built %s: %d nodes, %ld GPUs, %d islands, "
 		"%d switches\n",
-		prog, outp ? outp : "stdout", t->nnodes, t->total_gpus,
-		t->nislands, t->nswitches);
+		isle__ctl_prog, outp ? outp : "stdout", t->nnodes,
+		t->total_gpus, t->nislands, t->nswitches);
 	rc = 0;
 out:
 	isle_topo_destroy(t);
@@ -842,9 +658,9 @@ usage:
 		"[--spines SPINEFILE]] "
 		"[--node-json DIR_OR_FILE...] [--overrides FILE] [--name NAME] "
 		"[--nodes HOSTLIST] [-o cluster.json]\n",
-		prog);
+		isle__ctl_prog);
 	free(node_json);
-	return EXIT_USAGE;
+	return ISLECTL_EXIT_USAGE;
 }
 
 /* --- dispatch --------------------------------------------------------------
@@ -866,7 +682,7 @@ static const struct isle__cmd commands[] = {
      "[--dev-dir DIR] [--cores SPEC] [--type TYPE] [-o OUT] FILE",
      "write Slurm topology.conf, gres.conf or NCCL topology XML", cmd_emit},
     {"dot", "[-o OUT.png|.svg|.pdf|.dot] [--jobs JOBSFILE] FILE",
-     "draw the cluster with Graphviz", cmd_dot},
+     "draw the cluster with Graphviz", isle__cmd_dot},
     {"explain", "[--state-dir DIR] [--json] JOBID",
      "why the Slurm plugin placed a job where it did", isle__cmd_explain},
     {"help", "", "this text", cmd_help},
@@ -876,7 +692,7 @@ static const struct isle__cmd commands[] = {
 
 static int cmd_help(int argc, char **argv)
 {
-	printf("usage: %s COMMAND [ARGS]\n\n", prog);
+	printf("usage: %s COMMAND [ARGS]\n\n", isle__ctl_prog);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (commands[i].fn)
 			printf("  %s %s\n      %s\n", commands[i].name,
@@ -888,7 +704,7 @@ static int cmd_help(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		return argc < 2 ? (cmd_help(0, NULL), EXIT_USAGE)
+		return argc < 2 ? (cmd_help(0, NULL), ISLECTL_EXIT_USAGE)
 				: cmd_help(0, NULL);
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name) != 0)
@@ -897,13 +713,13 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"%s: '%s' is not built into this "
 				"islectl\n",
-				prog, argv[1]);
+				isle__ctl_prog, argv[1]);
 			return 1;
 		}
 		optind = 1; /* each subcommand parses its own options */
 		return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "%s: unknown command '%s' (try '%s help')\n", prog,
-		argv[1], prog);
-	return EXIT_USAGE;
+	fprintf(stderr, "%s: unknown command '%s' (try '%s help')\n",
+		isle__ctl_prog, argv[1], isle__ctl_prog);
+	return ISLECTL_EXIT_USAGE;
 }

@@ -3,15 +3,10 @@
  *
  * A subcommand is a function `int fn(int argc, char **argv)` that gets its
  * own name as argv[0] and returns the process exit status (0 ok, 1 failed,
- * 2 usage). Subcommands implemented outside topology/ are declared weak
- * here and listed in islectl.c's table; islectl offers them once their
- * object file is linked in. To add one from another module:
- *
- *   1. define `int isle__cmd_NAME(int argc, char **argv)` in your .c file;
- *   2. declare it below (weak) and add a row to `commands` in islectl.c;
- *   3. in your module.mk:  $(B)/bin/islectl: $(B)/yourdir/yourfile.o
- *      (an object, not an archive: weak references do not pull archive
- *      members), plus `$(B)/bin/islectl: LDLIBS += ...` if it needs more.
+ * 2 usage). Subcommands in files of their own (islectl_NAME.c, listed in
+ * topology/module.mk) are declared here and listed in islectl.c's table.
+ * Formats written by other modules are read through proto/ (isle_proto.h),
+ * never through another module's code.
  */
 #ifndef ISLE_ISLECTL_H
 #define ISLE_ISLECTL_H
@@ -23,7 +18,34 @@ struct isle__cmd {
 	int (*fn)(int argc, char **argv);
 };
 
-/* `islectl explain JOBID`: slurm_plugin/explain.c. */
-int isle__cmd_explain(int argc, char **argv) __attribute__((weak));
+#include <stddef.h>
+#include <stdio.h>
+
+#include "isle_topo.h"
+
+#define ISLECTL_EXIT_USAGE 2
+
+/* The program name in messages. */
+extern const char *const isle__ctl_prog;
+
+/* Loads FILE or prints the error; NULL on failure. */
+isle_topo *isle__ctl_load(const char *path);
+/* -o FILE for writing, or stdout for NULL and "-"; NULL (said) on error. */
+FILE *isle__ctl_open_out(const char *path);
+/* Closes (or flushes stdout); 1 and a message on a write error, else 0. */
+int isle__ctl_close_out(FILE *f, const char *path);
+
+/* `islectl dot`: islectl_dot.c. */
+int isle__cmd_dot(int argc, char **argv);
+
+/* `islectl explain JOBID`: islectl_explain.c. */
+int isle__cmd_explain(int argc, char **argv);
+
+/*
+ * Prints the decision record at path to out (text, or the JSON itself when
+ * json is nonzero). 0, or -ENOENT / -EINVAL with err[errlen] filled.
+ */
+int isle__explain_print(const char *path, int json, FILE *out, char *err,
+			size_t errlen);
 
 #endif /* ISLE_ISLECTL_H */

@@ -15,15 +15,22 @@ ALL_OBJS += $(TOPO_OBJS)
 LIBS_A += $(B)/libisle_topo.a
 $(B)/libisle_topo.a: $(TOPO_OBJS)
 
-# islectl. Other modules add subcommands by adding an object prerequisite:
-#   $(B)/bin/islectl: $(B)/dir/file.o     (see topology/islectl.h)
-ISLECTL_OBJS := $(B)/topology/islectl.o
+# islectl: one file per subcommand beside islectl.c (see topology/islectl.h);
+# formats of other modules come through libisle_proto.a.
+ISLECTL_OBJS := $(B)/topology/islectl.o $(B)/topology/islectl_dot.o \
+		$(B)/topology/islectl_explain.o
 ALL_OBJS += $(ISLECTL_OBJS)
 BINS += $(B)/bin/islectl
-$(B)/bin/islectl: $(ISLECTL_OBJS) $(B)/libisle_topo.a
+$(B)/bin/islectl: $(ISLECTL_OBJS) $(B)/libisle_topo.a $(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) \
 		$(TOPO_LDLIBS) $(LDLIBS)
+
+UNIT_TESTS += $(B)/tests/test_topo_explain
+$(B)/tests/test_topo_explain: $(B)/tests/unit/test_topo_explain.o \
+		$(B)/topology/islectl_explain.o $(B)/libisle_proto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
 
 # Unit tests.
 TOPO_TESTS := $(B)/tests/test_topo_model $(B)/tests/test_topo_hostlist \

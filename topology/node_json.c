@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isle_proto.h"
 #include "topo_priv.h"
 
 struct ctx {
@@ -302,12 +303,12 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 
 	if (!json_object_is_type(root, json_type_object))
 		return jerr(c, "$", "should be an object");
-	rc = get_int(c, root, "$", "isle_node", -1, INT32_MIN, INT32_MAX,
+	rc = get_int(c, root, "$", ISLE_NODE_JSON_KEY, -1, INT32_MIN, INT32_MAX,
 		     &version);
 	if (rc < 0)
 		return rc;
-	if (version != 1)
-		return jerr(c, "$.isle_node",
+	if (version != ISLE_NODE_JSON_VERSION)
+		return jerr(c, "$." ISLE_NODE_JSON_KEY,
 			    version < 0 ? "missing (not an isle node file?)"
 					: "unsupported version");
 	rc = get_str(c, root, "$", "hostname", &host);

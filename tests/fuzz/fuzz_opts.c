@@ -12,26 +12,26 @@
 #include "isle_topo.h"
 #include "spank_isle.h"
 
-/* fuzz_opts_codec.c (isle_comm.h and spank_isle.h name their codec
- * enums alike, so they live in two files). */
+/* fuzz_opts_codec.c: codec specs, and the shim's sizes and bounds of what
+ * they parse to. */
 void fuzz_codec_spec(const char *s);
 
 static void job_opt(int opt, const char *s)
 {
 	struct isle__spank_policy pol;
-	struct isle__spank_opts o, res, back;
+	struct isle_job_opts o, res, back;
 	char buf[128], err[256];
 
 	memset(&o, 0, sizeof(o));
-	if (isle__spank_opt_parse(&o, opt, s, err, sizeof(err)) != 0)
+	if (isle_job_opt_parse(&o, opt, s, err, sizeof(err)) != 0)
 		return;
 	isle__spank_policy_init(&pol);
 	if (isle__spank_resolve(&pol, &o, &res, err, sizeof(err)) != 0)
 		return;
 	/* What travels to the controller must pass the same checks. */
 	memset(&back, 0, sizeof(back));
-	isle__spank_opt_value(&res, opt, buf, sizeof(buf));
-	if (isle__spank_opt_parse(&back, opt, buf, err, sizeof(err)) != 0) {
+	isle_job_opt_format(&res, opt, buf, sizeof(buf));
+	if (isle_job_opt_parse(&back, opt, buf, err, sizeof(err)) != 0) {
 		fprintf(stderr, "option %d \"%s\" -> \"%s\" refused: %s\n", opt,
 			s, buf, err);
 		abort();

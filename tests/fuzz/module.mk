@@ -21,10 +21,11 @@ FUZZ_X_opts       := $(B)/tests/fuzz/fuzz_opts_codec.o \
 FUZZ_A_ibnd       := $(B)/libisle_topo.a
 FUZZ_A_cluster    := $(B)/libisle_place.a $(B)/libisle_topo.a
 FUZZ_A_node_json  := $(B)/libisle_topo.a
-FUZZ_A_hwloc_xml  := $(B)/libisle_agent.a $(B)/libisle_topo.a
-FUZZ_A_plan       := $(B)/libisle_comm.a
-FUZZ_A_opts       := $(B)/libisle_comm.a $(B)/libisle_place.a $(B)/libisle_topo.a
-FUZZ_A_codec      := $(B)/libisle_comm.a
+FUZZ_A_hwloc_xml  := $(B)/libisle_agent.a $(B)/libisle_topo.a $(B)/libisle_proto.a
+FUZZ_A_plan       := $(B)/libisle_comm.a $(B)/libisle_proto.a
+FUZZ_A_opts       := $(B)/libisle_comm.a $(B)/libisle_place.a $(B)/libisle_topo.a \
+		     $(B)/libisle_proto.a
+FUZZ_A_codec      := $(B)/libisle_comm.a $(B)/libisle_proto.a
 FUZZ_L_ibnd       := $(TOPO_LDLIBS)
 FUZZ_L_cluster    := $(TOPO_LDLIBS) -lm
 FUZZ_L_node_json  := $(TOPO_LDLIBS)

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "isle_agent.h"
-#include "isle_comm.h"
+#include "isle_proto.h"
 #include "isle_topo.h"
 #include "plan.h"
 
@@ -789,7 +789,7 @@ static void test_cmd_write_remove(void **state)
 
 	assert_int_equal(run_plan(write_ok), 0);
 	snprintf(path, sizeof(path), "%s/77/plan.json", t->root);
-	if (isle_plan_load(path, &sp, err, sizeof(err)))
+	if (isle_plan_read(path, &sp, err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_int_equal(sp->nranks, 8);
 	isle_plan_destroy(sp);

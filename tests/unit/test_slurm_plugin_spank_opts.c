@@ -16,15 +16,15 @@
 
 static char err[256];
 
-static int parse(struct isle__spank_opts *o, int opt, const char *val)
+static int parse(struct isle_job_opts *o, int opt, const char *val)
 {
 	err[0] = '\0';
-	return isle__spank_opt_parse(o, opt, val, err, sizeof(err));
+	return isle_job_opt_parse(o, opt, val, err, sizeof(err));
 }
 
 static void test_tp_pp(void **state)
 {
-	struct isle__spank_opts o = {0};
+	struct isle_job_opts o = {0};
 
 	assert_int_equal(parse(&o, ISLE_OPT_TP, "8"), 0);
 	assert_int_equal(o.tp, 8);
@@ -46,7 +46,7 @@ static void test_tp_pp(void **state)
 
 static void test_mode_span_shim(void **state)
 {
-	struct isle__spank_opts o = {0};
+	struct isle_job_opts o = {0};
 
 	assert_int_equal(parse(&o, ISLE_OPT_MODE, "required"), 0);
 	assert_int_equal(o.mode, ISLE_PLACE_REQUIRED);
@@ -79,7 +79,7 @@ static void test_mode_span_shim(void **state)
 static void test_env_roundtrip(void **state)
 {
 	struct isle__spank_policy p;
-	struct isle__spank_opts user = {0}, job, back = {0};
+	struct isle_job_opts user = {0}, job, back = {0};
 	char buf[64];
 
 	isle__spank_policy_init(&p);
@@ -88,38 +88,39 @@ static void test_env_roundtrip(void **state)
 			 0);
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
 		const char *v =
-		    isle__spank_opt_value(&job, opt, buf, sizeof(buf));
+		    isle_job_opt_format(&job, opt, buf, sizeof(buf));
 
-		if (isle__spank_env_parse(&back, opt, v, err, sizeof(err)))
-			fail_msg("%s=%s: %s", isle__spank_opt_env(opt), v, err);
+		if (isle_job_env_parse(&back, opt, v, err, sizeof(err)))
+			fail_msg("%s=%s: %s", isle_job_opt_desc(opt)->env, v,
+				 err);
 	}
 	assert_int_equal(back.tp, 8);
 	assert_int_equal(back.span, ISLE_TIER_CORE);
 	assert_int_equal(back.mode, job.mode);
 	assert_int_equal(back.set, (1u << ISLE_OPT_COUNT) - 2);
-	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_TP, "65536", err,
-					       sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    isle_job_env_parse(&back, ISLE_OPT_TP, "65536", err, sizeof(err)),
+	    -EINVAL);
 	assert_string_equal(
 	    err,
 	    "invalid --isle-tp '65536': expected an integer from 1 to 1024");
-	assert_int_equal(isle__spank_env_parse(&back, ISLE_OPT_SPAN, "rack",
-					       err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    isle_job_env_parse(&back, ISLE_OPT_SPAN, "rack", err, sizeof(err)),
+	    -EINVAL);
 }
 
 static void test_compress(void **state)
 {
-	struct isle__spank_opts o = {0};
+	struct isle_job_opts o = {0};
 	char buf[64];
 
 	assert_int_equal(parse(&o, ISLE_OPT_COMPRESS, "bf16"), 0);
-	assert_int_equal(o.codec, ISLE_CODEC_BF16);
+	assert_int_equal(o.codec.kind, ISLE_CODEC_BF16);
 	assert_int_equal(parse(&o, ISLE_OPT_COMPRESS, "topk:0.01"), 0);
-	assert_int_equal(o.codec, ISLE_CODEC_TOPK);
-	assert_true(o.topk_ratio > 0.0099 && o.topk_ratio < 0.0101);
+	assert_int_equal(o.codec.kind, ISLE_CODEC_TOPK);
+	assert_true(o.codec.ratio > 0.0099 && o.codec.ratio < 0.0101);
 	assert_string_equal(
-	    isle__spank_opt_value(&o, ISLE_OPT_COMPRESS, buf, sizeof(buf)),
+	    isle_job_opt_format(&o, ISLE_OPT_COMPRESS, buf, sizeof(buf)),
 	    "topk:0.01");
 	assert_int_equal(parse(&o, ISLE_OPT_COMPRESS, "topk:1"), 0);
 
@@ -189,7 +190,7 @@ static void test_policy(void **state)
 static void test_resolve(void **state)
 {
 	struct isle__spank_policy p;
-	struct isle__spank_opts u = {0}, out;
+	struct isle_job_opts u = {0}, out;
 	char *args[] = {"default_tp=4", "allowed_codecs=fp16",
 			"shim=/opt/isle/libisle_shim.so", "max_tp=8"};
 	char buf[64];
@@ -206,13 +207,12 @@ static void test_resolve(void **state)
 	assert_int_equal(out.pp, 2);
 	assert_int_equal(out.shim, ISLE_SHIM_AUTO);
 	assert_string_equal(
-	    isle__spank_opt_value(&out, ISLE_OPT_MODE, buf, sizeof(buf)),
+	    isle_job_opt_format(&out, ISLE_OPT_MODE, buf, sizeof(buf)),
 	    "required");
 	assert_string_equal(
-	    isle__spank_opt_value(&out, ISLE_OPT_SPAN, buf, sizeof(buf)),
-	    "core");
-	assert_string_equal(isle__spank_opt_env(ISLE_OPT_TP), "ISLE_TP");
-	assert_null(isle__spank_opt_env(ISLE_OPT_COUNT));
+	    isle_job_opt_format(&out, ISLE_OPT_SPAN, buf, sizeof(buf)), "core");
+	assert_string_equal(isle_job_opt_desc(ISLE_OPT_TP)->env, "ISLE_TP");
+	assert_null(isle_job_opt_desc(ISLE_OPT_COUNT));
 
 	/* Site limits. */
 	assert_int_equal(parse(&u, ISLE_OPT_TP, "16"), 0);
@@ -232,7 +232,7 @@ static void test_resolve(void **state)
 	assert_int_equal(parse(&u, ISLE_OPT_SHIM, "auto"), 0);
 	assert_int_equal(isle__spank_resolve(&p, &u, &out, err, sizeof(err)),
 			 0);
-	assert_int_equal(out.codec, ISLE_CODEC_FP16);
+	assert_int_equal(out.codec.kind, ISLE_CODEC_FP16);
 
 	/* No shim installed: compression cannot be asked for. */
 	isle__spank_policy_init(&p);

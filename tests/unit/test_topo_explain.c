@@ -1,6 +1,7 @@
 /*
- * test_slurm_plugin_explain.c - `islectl explain` on decision records
- * (slurm_plugin/explain.c): text rendering, bad records, the command line.
+ * test_topo_explain.c - `islectl explain` on decision records
+ * (topology/islectl_explain.c): text rendering, bad records, the command
+ * line.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "isle_slurm.h"
 #include "islectl.h"
 
 /* A record as topology/isle writes it (isle_decision.c). */
@@ -92,7 +92,7 @@ static char *render(const char *name, int json, int *rc, char *err,
 	FILE *out = open_memstream(&buf, &len);
 
 	snprintf(path, sizeof(path), "%s/isle/%s", dir, name);
-	*rc = isle_explain_print(path, json, out, err, errlen);
+	*rc = isle__explain_print(path, json, out, err, errlen);
 	fclose(out);
 	return buf;
 }

@@ -1,5 +1,7 @@
 /*
- * explain.c - `islectl explain JOBID`: print topology/isle's decision record.
+ * islectl_explain.c - `islectl explain JOBID`: print topology/isle's
+ * decision record, read with proto's isle_record_read from where proto
+ * names it (isle_record_dir, isle_record_path).
  *
  * topology/isle writes a job's record when the job starts and removes it
  * when Slurm purges the job (MinJobAge); it survives slurmctld restarts. A
@@ -17,7 +19,7 @@
 
 #include <json-c/json.h>
 
-#include "isle_slurm.h"
+#include "isle_proto.h"
 #include "islectl.h"
 
 static const char *_str(json_object *o, const char *key, const char *def)
@@ -192,26 +194,16 @@ static void _print_text(json_object *rec, FILE *out)
 	fprintf(out, "Why:        %s\n", _str(rec, "why", "?"));
 }
 
-int isle_explain_print(const char *path, int json, FILE *out, char *err,
-		       size_t errlen)
+int isle__explain_print(const char *path, int json, FILE *out, char *err,
+			size_t errlen)
 {
 	json_object *rec;
-	FILE *f = fopen(path, "r");
+	void *o;
+	int rc = isle_record_read(path, &o, err, errlen);
 
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -ENOENT;
-	}
-	fclose(f);
-	rec = json_object_from_file(path);
-	if (!rec || !json_object_is_type(rec, json_type_object)) {
-		snprintf(err, errlen, "%s: not a valid decision record (%s)",
-			 path,
-			 json_util_get_last_err() ? json_util_get_last_err()
-						  : "not a JSON object");
-		json_object_put(rec);
-		return -EINVAL;
-	}
+	if (rc)
+		return rc;
+	rec = o;
 	if (json)
 		fprintf(out, "%s\n",
 			json_object_to_json_string_ext(
@@ -304,7 +296,8 @@ int isle__cmd_explain(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	char dir[PATH_MAX] = "", path[PATH_MAX + 64], err[PATH_MAX + 128];
+	char dir[PATH_MAX] = "", rdir[PATH_MAX], path[PATH_MAX];
+	char err[PATH_MAX + 128];
 	const char *conf, *env;
 	char *end;
 	unsigned long job_id;
@@ -353,8 +346,12 @@ int isle__cmd_explain(int argc, char **argv)
 			return 1;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/isle/job_%lu.json", dir, job_id);
-	if (isle_explain_print(path, json, stdout, err, sizeof(err))) {
+	if (isle_record_dir(dir, rdir, sizeof(rdir)) ||
+	    isle_record_path(rdir, (uint32_t)job_id, "", path, sizeof(path))) {
+		fprintf(stderr, "islectl explain: %s: path too long\n", dir);
+		return 1;
+	}
+	if (isle__explain_print(path, json, stdout, err, sizeof(err))) {
 		char line[4096];
 
 		if (!json &&

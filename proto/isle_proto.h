@@ -1,0 +1,324 @@
+/*
+ * isle_proto.h - the formats that cross a process boundary, each with its
+ * one reader and one writer:
+ *
+ *   plan.json       struct isle_plan: isle_plan_write (isle-agent plan),
+ *                   isle_plan_read / isle_plan_parse (comm_shim);
+ *                   docs/plan.md
+ *   codec specs     "int8:256", "topk:0.01,noef": isle_codec_format,
+ *                   isle_codec_parse (plan files, --isle-compress,
+ *                   ISLE_COMM_CODEC, the agent's codec policy)
+ *   job options     --isle-* on sbatch/srun/salloc, carried to slurmctld and
+ *                   the tasks as ISLE_* variables: the table below, parsed
+ *                   by isle_job_opt_parse / isle_job_env_parse, written by
+ *                   isle_job_opt_format (SPANK plugin, controller, agent)
+ *   run directory   <rundir>/<jobid>/ file names (agent writes, SPANK reads)
+ *   cluster file    where isle.json is looked up by default
+ *   node JSON       the version isle-agent writes and topology reads
+ *   decision        StateSaveLocation/isle/job_<id>.json: named by
+ *   records         isle_record_path, written by topology/isle's store,
+ *                   read by isle_record_read (`islectl explain`, the
+ *                   store's reload after a restart)
+ *
+ * The library (libisle_proto.a) needs libc and json-c only: no Slurm, no
+ * MPI, no other isle module, so the shim, the agent, the Slurm plugins and
+ * islectl all link it. The header itself includes no json-c.
+ *
+ * Error contract: int functions return 0 or a negative errno (-EINVAL bad
+ * input, -ENOMEM, -ENOENT missing file, -EIO, -ENAMETOOLONG). Those taking
+ * (err, errlen) write one NUL-terminated line naming the input at fault
+ * (plans: file and JSON path, "plan.json: $.ranks[3].island: expected a
+ * string"); err may be NULL.
+ *
+ * Ownership: readers return objects owned by the caller (isle_plan_destroy,
+ * json_object_put for records). Strings reachable from a plan belong to it.
+ *
+ * Threading: no global state; every function is safe to call from several
+ * threads on distinct objects, and a plan is read-only once read.
+ */
+#ifndef ISLE_PROTO_H
+#define ISLE_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ISLE_PROTO_API __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------- codecs */
+
+/* Codec kinds. Numbering is ABI (CUDA backend, plan dumps, policy masks). */
+typedef enum isle_codec_kind {
+	ISLE_CODEC_NONE = 0, /* fp32 (or fp64) as is: exact */
+	ISLE_CODEC_FP16,     /* IEEE half, nearest even; finite values
+				saturate at 65504, inf and NaN stay */
+	ISLE_CODEC_BF16,     /* bfloat16, round to nearest even */
+	ISLE_CODEC_INT8,     /* int8 with one fp32 scale per block */
+	ISLE_CODEC_TOPK,     /* k largest |x| as (index, value) pairs */
+	ISLE_CODEC_COUNT
+} isle_codec_kind;
+
+#define ISLE_CODEC_INT8_DEFAULT_BLOCK 256
+/* Longest spec isle_codec_parse accepts, NUL excluded. */
+#define ISLE_CODEC_SPEC_MAX 63
+
+/*
+ * A codec with its parameters. Spec strings:
+ *   "none" | "fp16" | "bf16" | "int8[:BLOCK]" | "topk:RATIO"
+ * optionally followed by ",ef" or ",noef" to force error feedback on/off
+ * (default: on for topk, off otherwise). BLOCK is 8..65536 (a multiple of
+ * 8), RATIO is in (0, 1]. Names and flags are case-insensitive.
+ */
+struct isle_codec {
+	isle_codec_kind kind;
+	uint32_t block;	    /* int8: elements per scale block */
+	double ratio;	    /* topk: fraction of elements kept */
+	int error_feedback; /* keep a residual per buffer key */
+};
+
+ISLE_PROTO_API int isle_codec_parse(const char *spec, struct isle_codec *c,
+				    char *err, size_t errlen);
+
+/* Canonical spec ("int8:256", "topk:0.01,noef") into buf; returns the
+ * length snprintf would have written. Parsing it gives c back. */
+ISLE_PROTO_API int isle_codec_format(const struct isle_codec *c, char *buf,
+				     size_t len);
+
+ISLE_PROTO_API const char *isle_codec_kind_name(isle_codec_kind k);
+
+/* Shortest "%.*g" of v that reads back as v exactly; length as snprintf. */
+ISLE_PROTO_API int isle_fmt_double(char *buf, size_t len, double v);
+
+/* --------------------------------------------------------------- plan */
+
+/* Version in "isle_plan"; the reader takes this one only. */
+#define ISLE_PLAN_VERSION 1
+/* At most this many levels (island, leaf, spine). */
+#define ISLE_PLAN_MAX_LEVELS 3
+
+/* Which rank attribute groups ranks at a level. */
+typedef enum isle_scope {
+	ISLE_SCOPE_ISLAND = 0, /* same NVLink island */
+	ISLE_SCOPE_NODE,       /* same node (host) */
+	ISLE_SCOPE_LEAF,       /* same leaf switch / rail group */
+	ISLE_SCOPE_JOB,	       /* every rank of the job */
+	ISLE_SCOPE_COUNT
+} isle_scope;
+
+struct isle_plan_rank {
+	char *node;   /* host name as the agent saw it */
+	int gpu;      /* GPU index on the node, -1 if none */
+	char *island; /* island name; the node name if not given */
+	char *leaf;   /* leaf switch / group name; "" if unknown */
+	char *nic;    /* NIC name ("mlx5_0"), may be NULL */
+	/* Dense ids of node/island/leaf (isle_plan_index; the reader sets
+	 * them). */
+	int node_id, island_id, leaf_id;
+};
+
+struct isle_plan_level {
+	char *name;	  /* "nvlink", "leaf", "spine", ... */
+	isle_scope scope; /* grouping; the last level is always JOB */
+	double bw_gbps;	  /* GB/s (bytes) per rank through this level */
+	double lat_us;	  /* one message, microseconds */
+	struct isle_codec codec;
+};
+
+struct isle_plan {
+	int version;  /* ISLE_PLAN_VERSION */
+	char *job_id; /* may be NULL */
+	char *source; /* file it was read from, or what made it; may be NULL */
+	int nranks;
+	struct isle_plan_rank *ranks; /* indexed by rank (MPI_COMM_WORLD) */
+	int nlevels;		      /* 1..ISLE_PLAN_MAX_LEVELS */
+	struct isle_plan_level
+	    levels[ISLE_PLAN_MAX_LEVELS]; /* tightest first */
+};
+
+/*
+ * Reads and validates a plan file. On success *out is a new plan owned by
+ * the caller (isle_plan_destroy). On failure *out is NULL and err names
+ * the file and the JSON path of the first bad field.
+ */
+ISLE_PROTO_API int isle_plan_read(const char *path, struct isle_plan **out,
+				  char *err, size_t errlen);
+
+/* Same from a buffer; name is used in messages and as plan->source. */
+ISLE_PROTO_API int isle_plan_parse(const char *json, size_t len,
+				   const char *name, struct isle_plan **out,
+				   char *err, size_t errlen);
+
+/*
+ * Writes plan in the documented form (docs/plan.md): one rank or level per
+ * line, readable at 10,000 ranks. What it writes reads back equal.
+ * 0, or -EIO if f reports an error.
+ */
+ISLE_PROTO_API int isle_plan_write(const struct isle_plan *plan, FILE *f);
+
+/* Sets node_id, island_id, leaf_id: dense, in order of first appearance.
+ * For plans built in memory (the reader calls it). 0 or -ENOMEM. */
+ISLE_PROTO_API int isle_plan_index(struct isle_plan *plan);
+
+/*
+ * 64-bit hash of everything a plan says (ranks and levels, not its file
+ * name): ranks holding different plans would pick different algorithms.
+ * Depends on the plan only, so every rank computes the same.
+ */
+ISLE_PROTO_API uint64_t isle_plan_hash(const struct isle_plan *plan);
+
+/* FNV-1a over data, continuing from h (start: ISLE_FNV1A_INIT). */
+#define ISLE_FNV1A_INIT 1469598103934665603ull
+ISLE_PROTO_API uint64_t isle_fnv1a(uint64_t h, const void *data, size_t len);
+
+/*
+ * libc only (proto/plan_scan.c, linked into libisle_preload.so as an
+ * object): 1 if a codec spec asks for compression (not "none"), and 1 if
+ * plan text names a codec other than "none" on some level. A text scan,
+ * no validation: callers that act on the plan use isle_plan_read.
+ */
+ISLE_PROTO_API int isle_codec_spec_compresses(const char *spec);
+ISLE_PROTO_API int isle_plan_text_compresses(const char *text);
+
+/* Environment variable that hands a task its plan file (set by the SPANK
+ * plugin, read by the shim). */
+#define ISLE_PLAN_ENV "ISLE_PLAN"
+
+/* Frees plan and everything it owns; NULL is a no-op. */
+ISLE_PROTO_API void isle_plan_destroy(struct isle_plan *plan);
+
+ISLE_PROTO_API const char *isle_scope_name(isle_scope s);
+/* 0 and *out, or -EINVAL for a name that is not a scope. */
+ISLE_PROTO_API int isle_scope_parse(const char *s, isle_scope *out);
+
+/* -------------------------------------------------------- job options */
+
+/* Option ids (the SPANK option table's `val`); 0 is no option. */
+enum isle_job_opt {
+	ISLE_OPT_TP = 1,
+	ISLE_OPT_PP,
+	ISLE_OPT_MODE,
+	ISLE_OPT_SPAN,
+	ISLE_OPT_COMPRESS,
+	ISLE_OPT_SHIM,
+	ISLE_OPT_COUNT
+};
+
+/* Limits, the same for sbatch, the controller and the admin's max_tp. */
+#define ISLE_JOB_MAX_TP 1024
+#define ISLE_JOB_MAX_PP 1024
+
+/* --isle-mode: the values of isle_place_mode (placement/isle_place.h). */
+enum isle_job_mode { ISLE_JOB_REQUIRED = 0, ISLE_JOB_PREFERRED = 1 };
+/* --isle-span: the values of isle_tier (topology/isle_topo.h); CORE is the
+ * unrestricted default, written as "core" into the job environment. */
+enum isle_job_span {
+	ISLE_JOB_SPAN_ISLAND = 0,
+	ISLE_JOB_SPAN_NODE,
+	ISLE_JOB_SPAN_LEAF,
+	ISLE_JOB_SPAN_SPINE,
+	ISLE_JOB_SPAN_CORE
+};
+enum isle_job_shim { ISLE_SHIM_AUTO = 0, ISLE_SHIM_OFF };
+
+/* One row of the option table. */
+struct isle_job_opt_desc {
+	const char *name;    /* command line, without "--": "isle-tp" */
+	const char *env;     /* job / task environment: "ISLE_TP" (slurmctld
+				keeps it as SPANK_ISLE_TP) */
+	const char *arginfo; /* SPANK's argument summary: "N" */
+	const char *usage;   /* SPANK's help line */
+	const char *expect;  /* "an integer from 1 to 1024", for messages */
+};
+
+/* What a job asked for; `set` has bit (1 << id) per option given. */
+struct isle_job_opts {
+	int tp, pp;
+	int mode; /* enum isle_job_mode */
+	int span; /* enum isle_job_span */
+	struct isle_codec codec;
+	int shim; /* enum isle_job_shim */
+	unsigned set;
+};
+
+/* The row of option id, NULL for ids out of range. */
+ISLE_PROTO_API const struct isle_job_opt_desc *isle_job_opt_desc(int opt);
+
+/* Validates one value as the user wrote it and stores it in o. Case is
+ * ignored. -EINVAL with err "invalid --isle-tp '0': expected ...". */
+ISLE_PROTO_API int isle_job_opt_parse(struct isle_job_opts *o, int opt,
+				      const char *val, char *err,
+				      size_t errlen);
+
+/* Validates one value of the job environment: what isle_job_opt_format
+ * wrote, i.e. the user forms plus "core" for the unrestricted span. */
+ISLE_PROTO_API int isle_job_env_parse(struct isle_job_opts *o, int opt,
+				      const char *val, char *err,
+				      size_t errlen);
+
+/* Canonical text of option opt of o ("8", "required", "topk:0.01") for
+ * the environment; writes into buf and returns it. */
+ISLE_PROTO_API const char *isle_job_opt_format(const struct isle_job_opts *o,
+					       int opt, char *buf, size_t len);
+
+/* -------------------------------------------------------- run directory */
+
+/* Files of <rundir>/<jobid>/, written by `isle-agent plan write`. */
+#define ISLE_RUNDIR_PLAN "plan.json"	     /* the plan (ISLE_PLAN) */
+#define ISLE_RUNDIR_NCCL_XML "nccl-topo.xml" /* NCCL_TOPO_FILE */
+#define ISLE_RUNDIR_NCCL_ENV "nccl.env"	     /* NAME=VALUE lines */
+#define ISLE_RUNDIR_ERROR "error" /* one line: why there is no plan */
+
+/* --------------------------------------------------------- cluster file */
+
+#define ISLE_CLUSTER_FILE "isle.json"
+
+/*
+ * The default cluster file: ISLE_CLUSTER_FILE in conf_dir, the directory of
+ * slurm.conf. conf_dir NULL or "": the directory of $SLURM_CONF, else
+ * /etc/slurm. 0, or -ENAMETOOLONG.
+ */
+ISLE_PROTO_API int isle_cluster_file_path(const char *conf_dir, char *buf,
+					  size_t len);
+
+/* ------------------------------------------------------------ node JSON */
+
+/* Version in "isle_node" of the files isle-agent discover writes. */
+#define ISLE_NODE_JSON_VERSION 1
+#define ISLE_NODE_JSON_KEY "isle_node"
+
+/* ------------------------------------------------------ decision records */
+
+/* Subdirectory of StateSaveLocation holding one record per placed job. */
+#define ISLE_RECORD_SUBDIR "isle"
+
+/* The records directory: <state_dir>/isle. 0 or -ENAMETOOLONG. */
+ISLE_PROTO_API int isle_record_dir(const char *state_dir, char *buf,
+				   size_t len);
+
+/* <records_dir>/job_<id>.json<suffix>; suffix "" or ISLE_RECORD_PARTIAL
+ * (a record being written). 0 or -ENAMETOOLONG. */
+#define ISLE_RECORD_PARTIAL ".new"
+ISLE_PROTO_API int isle_record_path(const char *records_dir, uint32_t job_id,
+				    const char *suffix, char *buf, size_t len);
+
+/* Job id of a record file name: 0 for "job_<id>.json", -EAGAIN for a
+ * partial one ("job_<id>.json.new", left by a crash), -EINVAL otherwise. */
+ISLE_PROTO_API int isle_record_name_parse(const char *name, uint32_t *job_id);
+
+/*
+ * Reads a decision record: *out is its JSON root (a json_object *, owned
+ * by the caller: json_object_put). Checks that it is an object with the
+ * fields every record has (job_id, line). -ENOENT, -EINVAL, -ENOMEM
+ * with err naming the file.
+ */
+ISLE_PROTO_API int isle_record_read(const char *path, void **out, char *err,
+				    size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ISLE_PROTO_H */
