@@ -337,7 +337,7 @@ EOF
 				# job and keeps whole TP groups (tp / gpus nodes).
 				local seg tpn=$(((tp + gpus - 1) / gpus))
 				for ((seg = (nodes < dsize ? nodes : dsize); seg > 1; seg--)); do
-					[ $((nodes % seg)) = 0 ] && [ $((seg % tpn)) = 0 ] && break
+					if [ $((nodes % seg)) = 0 ] && [ $((seg % tpn)) = 0 ]; then break; fi
 				done
 				args+=("--segment=$seg")
 				;;
