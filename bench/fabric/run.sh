@@ -29,6 +29,9 @@
 #   --out      result JSON (default build/bench/fabric.json); --png its plot
 #              (default: beside --out, gnuplot; skipped without gnuplot)
 #
+# FABRIC_JOB_TIME_MIN overrides the jobs' time limit (minutes), for tests
+# of what a hung job reports; FABRIC_BENCH_KEEP=1 keeps the work dir.
+#
 # Exit 0 when every job of every run completed with complete, verified step
 # records and non-zero cable counters; 1 otherwise; 77 when the host cannot
 # run it (the reason on stderr). Stderr says "fabric-bench: run dir D prefix
@@ -325,13 +328,18 @@ EOF
 	local kind model nodes gpus tp pp ids=() id args tol
 	while read -r kind model nodes gpus tp pp; do
 		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
-		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "$((5 + steps / 2))")
+		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "${FABRIC_JOB_TIME_MIN:-$((5 + steps / 2))}")
 		if [ "$nodes" = 0 ]; then
 			args+=(-N1 -n "$gpus" "--gpus=$gpus")
 		else
 			args+=(-N "$nodes" "--ntasks-per-node=$gpus" "--gpus-per-node=$gpus")
 			case $config in
-			tree-switches) args+=(--switches=1) ;;
+			tree-switches)
+				# The fewest leafs that hold the job: a job wider
+				# than a leaf asking for one would wait for
+				# max_switch_wait (300 s) and then run anyway.
+				args+=("--switches=$(((nodes + lnodes - 1) / lnodes))")
+				;;
 			block-segment)
 				# The largest segment that fits a block, divides the
 				# job and keeps whole TP groups (tp / gpus nodes).
