@@ -203,7 +203,7 @@ job_diag() {
 				who = $2 " " $5 " rank " $7 " (" $9 ")"; fr = ""; main = 0; next }
 			/^Thread 1 / { main = 1; fr = ""; n = 0; next }
 			/^Thread / { main = 0; next }
-			main && /^#/ && n < 8 { f = ($3 == "in") ? $4 : $2; fr = fr (n++ ? " < " : "") f }
+			main && /^#/ && n < 12 { f = ($3 == "in") ? $4 : $2; fr = fr (n++ ? " < " : "") f }
 			END { if (who != "" && fr != "") print "fabric-bench: diag job " id ": " who ": " fr }' "$rw/hang-$id.txt" >&2
 		grep -h '^--- ' "$rw/hang-$id.txt" | grep -v fabric_job | sed 's/^--- /fabric-bench: diag job '"$id"': process /' >&2
 	fi
@@ -377,7 +377,7 @@ EOF
 		while read -r id st tl; do
 			[ -e "$rw/hang-$id.txt" ] && continue
 			if [ "$(awk -F'[-:]' '!/^[0-9]/ { print 99999; next }
-				{ s = 0; for (i = 1; i <= NF; i++) s = s * (NF == 4 && i == 2 ? 24 : 60) + $i; print s }' <<<"$tl")" -le 45 ]; then
+				{ s = 0; for (i = 1; i <= NF; i++) s = s * (NF == 4 && i == 2 ? 24 : 60) + $i; print s }' <<<"$tl")" -le 60 ]; then
 				hang_dump "$rw" "$id"
 			fi
 		done < <(awk '$2 == "RUNNING"' <<<"$q")
