@@ -388,6 +388,10 @@ EOF
 		sleep 2
 	done
 	read -r -a c1 <<<"$(cpu_sample)"
+	# The host's 1-minute load: with idle CPU near 0 it says how much other
+	# work competed with the run.
+	local load1
+	load1=$(awk '{ print $1 }' /proc/loadavg)
 
 	# Per job: times, nodes, GRES indices, records.
 	local ok_jobs=0 job_rows=$rw/rows
@@ -479,7 +483,7 @@ EOF
 		--argjson steps "$(jq -sc . <"$rw/steps")" --argjson tokens "$(jq -sc . <"$rw/tokens")" \
 		--argjson rows "$(awk '{ printf "%s[%s,%s,%s,%s,%s]", (NR > 1 ? "," : ""), $3, $4, $5, $6, $7 } BEGIN { printf "[" } END { print "]" }' "$job_rows")" \
 		--argjson tiers "$(awk '{ b[$3] += $5 + $6 } END { printf "{"; n = 0; for (k in b) printf "%s\"%s\":%.0f", (n++ ? "," : ""), k, b[k]; print "}" }' "$rw/counters")" \
-		--argjson idle "$idle" '
+		--argjson idle "$idle" --argjson load1 "$load1" '
 		def mean: if length == 0 then null else (add / length) end;
 		def p95: if length == 0 then null else (sort | .[((length * 95 + 99) / 100 | floor) - 1]) end;
 		def r3: if . == null then null else ((. * 1000 | round) / 1000) end;
@@ -491,7 +495,7 @@ EOF
 		 tp_groups_split: ([$rows[] | .[3]] | add // 0),
 		 tp_groups_split_spine: ([$rows[] | .[4]] | add // 0),
 		 infer_token_ms_mean: ($tokens | mean | r3), infer_token_ms_p95: ($tokens | p95 | r3),
-		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle}' >>"$results.$(basename "$shape" .json)"
+		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle, host_load_1m: $load1}' >>"$results.$(basename "$shape" .json)"
 	say "$(tail -1 "$results.$(basename "$shape" .json)")"
 	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
 		say "warning: host CPU idle ${idle}% during this run (< 30%): its times measure the host more than the fabric (a smaller --scale lightens it)"
