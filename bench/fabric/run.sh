@@ -20,7 +20,8 @@
 #     block-segment        the same with --segment=<nodes per NVLink domain>
 #     isle                 topology/isle with --isle-tp/--isle-pp, shim off
 #     isle-shim            the same with the shim (default codec policy)
-#   --seeds    seeds 1..N (default 3), the same trace per seed in every config
+#   --seeds    N seeds (default 3) from --first-seed (default 1), the same
+#              trace per seed in every config
 #   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
 #   --scale    fabric scale: cable rates and message sizes (default 0.0005)
 #   --quick    one shape and, unless given, 3 jobs, 3 steps, configs
@@ -49,6 +50,7 @@ ISLECTL=$B/bin/islectl
 shapes=()
 configs="tree block tree-switches block-segment isle isle-shim"
 seeds=3
+seed0=1
 njobs=8
 steps=6
 scale=0.0005
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--shape) shapes+=("$2"); shift 2 ;;
 	--configs) configs=${2//,/ } set_configs=1; shift 2 ;;
 	--seeds) seeds=$2 set_seeds=1; shift 2 ;;
+	--first-seed) seed0=$2; shift 2 ;;
 	--jobs) njobs=$2 set_jobs=1; shift 2 ;;
 	--steps) steps=$2 set_steps=1; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
@@ -519,7 +522,7 @@ for shape in "${shapes[@]}"; do
 	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
 done
 for shape in "${shapes[@]}"; do
-	for seed in $(seq 1 "$seeds"); do
+	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do
 			run_one "$shape" "$config" "$seed"
 			write_out
