@@ -16,8 +16,10 @@
 #                          from `islectl emit slurm-tree|slurm-block`, jobs as
 #                          most users submit them (-N k --gpus-per-node=g,
 #                          --gpus=g on one node)
-#     tree-switches        the same with --switches=1
-#     block-segment        the same with --segment=<nodes per NVLink domain>
+#     tree-switches        the same with --switches=<fewest leafs that hold
+#                          the job>
+#     block-segment        the same with --segment=<the largest count that
+#                          fits a block, divides the job, keeps TP groups>
 #     isle                 topology/isle with --isle-tp/--isle-pp, shim off
 #     isle-shim            the same with the shim (default codec policy)
 #   --seeds    N seeds (default 3) from --first-seed (default 1), the same
