@@ -211,13 +211,17 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 3);
 	int layers_here = pr->layers / pp > 0 ? pr->layers / pp : 1;
 
-	if (!rank)
+	/* After the barrier every rank is past MPI_Init (and its preconnect):
+	 * the runner's launch watchdog waits for this line. */
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (!rank) {
 		printf("fabric_job: %s %s ranks %d tp %d pp %d dp %d scale %g "
 		       "bytes tp %zu pp %zu dp %zu compute %.1f ms\n",
 		       mode, pr->name, size, tp, pp, dp, scale,
 		       n_tp * sizeof(float), n_pp * sizeof(float),
 		       n_dp * sizeof(float), compute_ms);
-	MPI_Barrier(MPI_COMM_WORLD);
+		fflush(stdout);
+	}
 	for (int s = 0; s < steps; s++) {
 		double t0 = now_ms(), dt, slow;
 

@@ -16,18 +16,24 @@
 #                          from `islectl emit slurm-tree|slurm-block`, jobs as
 #                          most users submit them (-N k --gpus-per-node=g,
 #                          --gpus=g on one node)
-#     tree-switches        the same with --switches=1
-#     block-segment        the same with --segment=<nodes per NVLink domain>
+#     tree-switches        the same with --switches=<fewest leafs that hold
+#                          the job>
+#     block-segment        the same with --segment=<the largest count that
+#                          fits a block, divides the job, keeps TP groups>
 #     isle                 topology/isle with --isle-tp/--isle-pp, shim off
 #     isle-shim            the same with the shim (default codec policy)
-#   --seeds    seeds 1..N (default 3), the same trace per seed in every config
+#   --seeds    N seeds (default 3) from --first-seed (default 1), the same
+#              trace per seed in every config
 #   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
-#   --scale    fabric scale: cable rates and message sizes (default 0.001)
+#   --scale    fabric scale: cable rates and message sizes (default 0.0005)
 #   --quick    one shape and, unless given, 3 jobs, 3 steps, configs
 #              tree,isle, one seed: the correctness run of
 #              tests/integration/49-fabric-quick.sh
 #   --out      result JSON (default build/bench/fabric.json); --png its plot
 #              (default: beside --out, gnuplot; skipped without gnuplot)
+#
+# FABRIC_JOB_TIME_MIN overrides the jobs' time limit (minutes), for tests
+# of what a hung job reports; FABRIC_BENCH_KEEP=1 keeps the work dir.
 #
 # Exit 0 when every job of every run completed with complete, verified step
 # records and non-zero cable counters; 1 otherwise; 77 when the host cannot
@@ -46,9 +52,10 @@ ISLECTL=$B/bin/islectl
 shapes=()
 configs="tree block tree-switches block-segment isle isle-shim"
 seeds=3
+seed0=1
 njobs=8
 steps=6
-scale=0.001
+scale=0.0005
 quick=0
 out=$B/bench/fabric.json
 png=""
@@ -58,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--shape) shapes+=("$2"); shift 2 ;;
 	--configs) configs=${2//,/ } set_configs=1; shift 2 ;;
 	--seeds) seeds=$2 set_seeds=1; shift 2 ;;
+	--first-seed) seed0=$2; shift 2 ;;
 	--jobs) njobs=$2 set_jobs=1; shift 2 ;;
 	--steps) steps=$2 set_steps=1; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
@@ -131,8 +139,8 @@ say() { echo "fabric-bench: $*" >&2; }
 # reaches across nodes (placement decides whether a group stays in one
 # domain), else the island size inside a node (NVLink pairs: TP=2, and a
 # 2-GPU job's GPUs decide whether its group is split).
-make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus
-	local seed=$1 g=$2 mn=$3 isz=$4 i r tpn
+make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus leaf_nodes
+	local seed=$1 g=$2 mn=$3 isz=$4 wide=$(($5 + 2)) i r tpn
 	RANDOM=$seed
 	tpn=$isz
 	[ "$mn" = 1 ] && tpn=$((2 * g))
@@ -141,8 +149,14 @@ make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus
 		if [ $quick = 1 ]; then
 			# Fixed mix: two 2-node training jobs, one 1-node inference.
 			r=$((i < 2 ? 0 : 8))
+		elif [ $i = $((njobs / 2)) ]; then
+			# One job mid-trace two nodes wider than a leaf: it
+			# crosses the spine, and a placement blind to NVLink
+			# domains can split its TP groups there.
+			r=W
 		fi
 		case $r in
+		W) echo "train 7b $wide $g $tpn 1" ;;
 		0 | 1 | 2) echo "train 7b 2 $g $tpn 1" ;;
 		3 | 4) echo "train 70b 4 $g $tpn 2" ;;
 		5) echo "infer 70b 2 $g $tpn 1" ;;
@@ -150,6 +164,64 @@ make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus
 		*) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1" ;;
 		esac
 	done
+}
+
+# --- diagnostics of a failed job ----------------------------------------------
+# hang_dump RW ID: every process of job ID in the fabric's node namespaces
+# (batch script, srun, ranks) with its wait channel, and each rank's thread
+# stacks (gdb, where installed), into RW/hang-ID.txt.
+hang_dump() {
+	local -
+	set +euo pipefail
+	local rw=$1 id=$2 f=$1/hang-$2.txt node pid comm rank
+	say "job $id is near its time limit: stacks of its processes in $f"
+	{
+		echo "job $id $(isle_job_field "$id" JobState) nodes $(isle_job_field "$id" NodeList) run $(isle_job_field "$id" RunTime) limit $(isle_job_field "$id" TimeLimit)"
+		for node in $(scontrol show hostnames "$(isle_job_field "$id" NodeList)" 2>/dev/null); do
+			for pid in $(ip netns pids "$ISLE_FABRIC_PREFIX-$node" 2>/dev/null); do
+				tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$id" || continue
+				comm=$(cat "/proc/$pid/comm" 2>/dev/null)
+				rank=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_PROCID=//p')
+				echo "--- $node pid $pid $comm rank ${rank:--} wchan $(cat "/proc/$pid/wchan" 2>/dev/null)"
+				if [ "$comm" = fabric_job ] && command -v gdb >/dev/null; then
+					timeout 30 gdb -q -batch -p "$pid" -ex 'thread apply all bt 16' 2>/dev/null |
+						grep -E '^(Thread|#)'
+				fi
+			done
+		done
+	} >"$f" 2>&1
+}
+
+# job_diag RW DIR ID OUT: says why job ID failed: Slurm's reason, the
+# launches of its batch script, what its ranks were doing when it hung
+# (hang_dump) and its lines in the slurmctld and slurmd logs (copied to RW).
+job_diag() {
+	local -
+	set +euo pipefail
+	local rw=$1 d=$2 id=$3 o=$4 node f
+	say "diag job $id: reason $(isle_job_field "$id" Reason), exit $(isle_job_field "$id" ExitCode), nodes $(isle_job_field "$id" NodeList)"
+	grep -h '^fabric-job: ' "$o" 2>/dev/null | sed 's/^/fabric-bench: diag job '"$id"': /' >&2
+	if [ -f "$rw/hang-$id.txt" ]; then
+		# Per rank: the main thread's innermost frames.
+		awk -v id="$id" '
+			/^--- / { if (who != "" && fr != "") print "fabric-bench: diag job " id ": " who ": " fr
+				who = $2 " " $5 " rank " $7 " (" $9 ")"; fr = ""; main = 0; next }
+			/^Thread 1 / { main = 1; fr = ""; n = 0; next }
+			/^Thread / { main = 0; next }
+			main && /^#/ && n < 12 { f = ($3 == "in") ? $4 : $2; fr = fr (n++ ? " < " : "") f }
+			END { if (who != "" && fr != "") print "fabric-bench: diag job " id ": " who ": " fr }' "$rw/hang-$id.txt" >&2
+		grep -h '^--- ' "$rw/hang-$id.txt" | grep -v fabric_job | sed 's/^--- /fabric-bench: diag job '"$id"': process /' >&2
+	fi
+	grep -h "JobId=$id \|JobId=$id\$" "$d/log/slurmctld.log" 2>/dev/null | grep -iE 'error|time limit|fail|kill' | tail -3 |
+		sed 's/^/fabric-bench: diag job '"$id"': slurmctld: /' >&2
+	for node in $(scontrol show hostnames "$(isle_job_field "$id" NodeList)" 2>/dev/null); do
+		f=$d/log/slurmd-$node.log
+		[ -f "$f" ] || continue
+		cp -f "$f" "$rw/" 2>/dev/null
+		grep -hE "(StepId=|JobId=|job |step )$id[. ]" "$f" | grep -iE 'error|fail|kill|timeout|time limit' | tail -3 |
+			sed 's/^/fabric-bench: diag job '"$id"': slurmd-'"$node"': /' >&2
+	done
+	return 0
 }
 
 # --- one run -----------------------------------------------------------------
@@ -186,38 +258,75 @@ run_one() {
 		plug=(--plugstack "$rw/plugstack.conf" --plugin-dir "$B/slurm")
 		;;
 	esac
-	local isz
+	local isz lnodes
 	isz=$(awk '$1 == "gpus" { n = 0; for (i = 3; i <= NF; i++) if ($i == $3) n++; print n; exit }' "$plan")
-	make_trace "$seed" "$g" "$mn" "$isz" >"$rw/trace"
+	# Nodes under the largest leaf switch: up from each node's switch.
+	lnodes=$(awk '$1 == "switch" { lvl[$2] = $3 } $1 == "node" { par[$2] = $4 }
+		$1 == "cable" && ($2 in lvl) { up[$2] = $3 }
+		END { for (n in par) { s = par[n]; k = 0
+			while (s != "" && lvl[s] != "leaf" && k++ < 8) s = up[s]
+			if (s != "") c[s]++ }
+		      m = 0; for (s in c) if (c[s] > m) m = c[s]; print m }' "$plan")
+	make_trace "$seed" "$g" "$mn" "$isz" "$lnodes" >"$rw/trace"
 
 	local c0 c1
 	read -r -a c0 <<<"$(cpu_sample)"
-	if ! isle_cluster_start --fabric "$shape" --fabric-scale "$scale" --topology "$topo" \
-		"${extra[@]}" "${etcfiles[@]}" "${plug[@]}" --cpus 16 --timeout 240; then
-		say "cluster did not start ($config seed $seed)"
-		fails=$((fails + 1))
-		return 0
-	fi
+	# On a saturated host 16 slurmd can miss the start-up deadline: one
+	# more try before the run counts as failed.
+	local try
+	for try in 1 2; do
+		isle_cluster_start --fabric "$shape" --fabric-scale "$scale" --topology "$topo" \
+			"${extra[@]}" "${etcfiles[@]}" "${plug[@]}" --cpus 16 --timeout 240 && break
+		if [ $try = 2 ]; then
+			say "cluster did not start ($config seed $seed)"
+			fails=$((fails + 1))
+			return 0
+		fi
+		say "cluster did not start ($config seed $seed): trying once more"
+	done
 	local d=$ISLE_CLUSTER_DIR
 	say "run dir $d prefix $ISLE_FABRIC_PREFIX ($(basename "$shape") $config seed $seed)"
 
 	# Batch script: one rank per GPU, TCP between nodes on the data network.
-	# Open MPI 4.1 now and then crashes while wiring up its TCP BTL (in
-	# MPI_Init, before the program prints anything; seen with and without
-	# the emulated fabric): such a launch runs again, said in the output.
+	# Open MPI 4.1's TCP wire-up fails now and then under load ("connect()
+	# ... failed", then a crash or a hang; seen with and without the
+	# emulated fabric). Every connection is made inside MPI_Init
+	# (mpi_preconnect_mpi), so such a failure comes before the program's
+	# first line, "fabric_job: <mode> ...": a launch that crashed, or hung
+	# $init_s s, without it runs again, said in the output. After that
+	# line no connection is made any more.
+	local init_s=90
 	cat >"$rw/job.sh" <<EOF
 #!/bin/bash
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=d0
 export OMPI_MCA_oob_tcp_if_include=mg0 OMPI_MCA_mpi_yield_when_idle=1
-export ISLE_COMM_TIMEOUT_S=120
+export OMPI_MCA_mpi_preconnect_mpi=1
+export ISLE_COMM_TIMEOUT_S=120 ISLE_COMM_VERBOSE=1
 n=\$((SLURM_JOB_NUM_NODES * \$1))
 shift
 out=\$(mktemp)
 for try in 1 2 3; do
-	set -o pipefail
+	: >"\$out"
 	srun --mpi=pmix -n \$n --ntasks-per-node=\$((n / SLURM_JOB_NUM_NODES)) -m block \\
-		--kill-on-bad-exit=1 "$JOB" "\$@" 2>&1 | tee "\$out"
+		--kill-on-bad-exit=1 "$JOB" "\$@" >"\$out" 2>&1 &
+	pid=\$!
+	tail -f -n +1 --pid=\$pid "\$out" &
+	tpid=\$!
+	t=0
+	while kill -0 \$pid 2>/dev/null; do
+		grep -q '^fabric_job: ' "\$out" && break
+		if [ \$t -ge $init_s ]; then
+			echo "fabric-job: launch \$try hung in MPI_Init for $init_s s: ending it"
+			kill -INT \$pid; sleep 1; kill -INT \$pid 2>/dev/null; sleep 10
+			kill -KILL \$pid 2>/dev/null
+			break
+		fi
+		sleep 1
+		t=\$((t + 1))
+	done
+	wait \$pid
 	rc=\$?
+	wait \$tpid
 	if [ \$rc != 0 ] && [ \$try -lt 3 ] && ! grep -q '^fabric_job: ' "\$out"; then
 		echo "fabric-job: launch \$try failed before MPI_Init returned (rc \$rc): launching again"
 		continue
@@ -231,15 +340,26 @@ EOF
 	local kind model nodes gpus tp pp ids=() id args tol
 	while read -r kind model nodes gpus tp pp; do
 		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
-		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "$((3 + steps / 2))")
+		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "${FABRIC_JOB_TIME_MIN:-$((5 + steps / 2))}")
 		if [ "$nodes" = 0 ]; then
 			args+=(-N1 -n "$gpus" "--gpus=$gpus")
 		else
 			args+=(-N "$nodes" "--ntasks-per-node=$gpus" "--gpus-per-node=$gpus")
 			case $config in
-			tree-switches) args+=(--switches=1) ;;
+			tree-switches)
+				# The fewest leafs that hold the job: a job wider
+				# than a leaf asking for one would wait for
+				# max_switch_wait (300 s) and then run anyway.
+				args+=("--switches=$(((nodes + lnodes - 1) / lnodes))")
+				;;
 			block-segment)
-				if [ "$nodes" -le "$dsize" ]; then args+=("--segment=$nodes"); else args+=("--segment=$dsize"); fi
+				# The largest segment that fits a block, divides the
+				# job and keeps whole TP groups (tp / gpus nodes).
+				local seg tpn=$(((tp + gpus - 1) / gpus))
+				for ((seg = (nodes < dsize ? nodes : dsize); seg > 1; seg--)); do
+					if [ $((nodes % seg)) = 0 ] && [ $((seg % tpn)) = 0 ]; then break; fi
+				done
+				args+=("--segment=$seg")
 				;;
 			esac
 		fi
@@ -259,10 +379,20 @@ EOF
 	done <"$rw/trace"
 	say "jobs submitted: ${ids[*]}"
 
-	local end=$((SECONDS + 300 + njobs * steps * 20)) st left
+	local end=$((SECONDS + 300 + njobs * steps * 20)) st left q
 	while :; do
-		left=$(squeue -h -o %i 2>/dev/null | wc -l)
+		q=$(squeue -h -o '%i %T %L' 2>/dev/null)
+		left=$(grep -c . <<<"$q" || true)
 		[ "$left" = 0 ] && break
+		# A job close to its time limit is most likely hung: what its
+		# ranks are doing, before Slurm ends them.
+		while read -r id st tl; do
+			[ -e "$rw/hang-$id.txt" ] && continue
+			if [ "$(awk -F'[-:]' '!/^[0-9]/ { print 99999; next }
+				{ s = 0; for (i = 1; i <= NF; i++) s = s * (NF == 4 && i == 2 ? 24 : 60) + $i; print s }' <<<"$tl")" -le 60 ]; then
+				hang_dump "$rw" "$id"
+			fi
+		done < <(awk '$2 == "RUNNING"' <<<"$q")
 		if [ $SECONDS -ge $end ]; then
 			say "jobs still queued after the time limit: $(squeue -h -o '%i %T %R' | tr '\n' ';')"
 			break
@@ -270,6 +400,10 @@ EOF
 		sleep 2
 	done
 	read -r -a c1 <<<"$(cpu_sample)"
+	# The host's 1-minute load: with idle CPU near 0 it says how much other
+	# work competed with the run.
+	local load1
+	load1=$(awk '{ print $1 }' /proc/loadavg)
 
 	# Per job: times, nodes, GRES indices, records.
 	local ok_jobs=0 job_rows=$rw/rows
@@ -285,6 +419,7 @@ EOF
 		recs=$(grep -Ec '^(step|token) [0-9]+ ' "$o" 2>/dev/null || true)
 		if [ "$st" != COMPLETED ] || [ "$recs" != "$steps" ] || ! grep -q '^fabric_job: verify ok' "$o"; then
 			say "job $id ($kind $model) $st, $recs of $steps records: $(grep -E 'verify|rror|srun' "$o" 2>/dev/null | head -3 | tr '\n' ' ')"
+			job_diag "$rw" "$d" "$id" "$o"
 			fails=$((fails + 1))
 		else
 			ok_jobs=$((ok_jobs + 1))
@@ -304,7 +439,13 @@ EOF
 				if (node != "") print node, idx }')
 		split=$(awk -v hosts="$hosts" -v tp="$tp" -v gpn="$gpus" -v gidx="$gidx" '
 			$1 == "gpus" { for (i = 3; i <= NF; i++) isl[$2, i - 3] = $i }
+			$1 == "switch" { lvl[$2] = $3 } $1 == "node" { par[$2] = $4 }
+			$1 == "cable" && ($2 in lvl) { up[$2] = $3 }
 			END {
+				# Leaf switch of each node: up from its first switch.
+				for (x in par) { sw = par[x]; k = 0
+					while (sw != "" && lvl[sw] != "leaf" && k++ < 8) sw = up[sw]
+					leaf[x] = sw }
 				n = split(hosts, h, " "); m = split(gidx, gl, "\n")
 				for (k = 1; k <= m; k++) { split(gl[k], f, " "); ix[f[1]] = f[2] }
 				r = 0
@@ -315,15 +456,18 @@ EOF
 					else { p = split(s, pr, ","); for (j = 1; j <= p; j++) {
 						if (split(pr[j], lh, "-") == 2) { for (q = lh[1]; q <= lh[2]; q++) gl2[c++] = q }
 						else gl2[c++] = pr[j] + 0 } }
-					for (q = 0; q < c && q < gpn; q++) rank_isl[r++] = isl[h[a], gl2[q]]
+					for (q = 0; q < c && q < gpn; q++) { rank_leaf[r] = leaf[h[a]]; rank_isl[r++] = isl[h[a], gl2[q]] }
 				}
-				splits = 0
+				# Split groups, and those split across leafs (their
+				# TP traffic crosses the spine).
+				splits = 0; sp = 0
 				for (b = 0; b + tp <= r; b += tp) {
 					for (q = b + 1; q < b + tp; q++) if (rank_isl[q] != rank_isl[b]) { splits++; break }
+					for (q = b + 1; q < b + tp; q++) if (rank_leaf[q] != rank_leaf[b]) { sp++; break }
 				}
-				print splits
+				print splits, sp
 			}' "$plan")
-		echo "$id $kind $sub $start $fin ${split:-0}" >>"$job_rows"
+		echo "$id $kind $sub $start $fin ${split:-0 0}" >>"$job_rows"
 		# The placement Slurm chose and this job's own records, for
 		# islesim --replay-fabric (the flow model's calibration).
 		jq -nc --arg kind "$kind" --arg model "$model" --argjson nodes "$nodes" \
@@ -360,10 +504,10 @@ EOF
 	jq -nc --arg config "$config" --argjson seed "$seed" --argjson jobs "$ok_jobs" \
 		--argjson submitted "$(wc -l <"$rw/jobs")" \
 		--argjson steps "$(jq -sc . <"$rw/steps")" --argjson tokens "$(jq -sc . <"$rw/tokens")" \
-		--argjson rows "$(awk '{ printf "%s[%s,%s,%s,%s]", (NR > 1 ? "," : ""), $3, $4, $5, $6 } BEGIN { printf "[" } END { print "]" }' "$job_rows")" \
+		--argjson rows "$(awk '{ printf "%s[%s,%s,%s,%s,%s]", (NR > 1 ? "," : ""), $3, $4, $5, $6, $7 } BEGIN { printf "[" } END { print "]" }' "$job_rows")" \
 		--argjson tiers "$(awk '{ b[$3] += $5 + $6 } END { printf "{"; n = 0; for (k in b) printf "%s\"%s\":%.0f", (n++ ? "," : ""), k, b[k]; print "}" }' "$rw/counters")" \
 		--argjson jobinfo "$(jq -sc . <"$rw/jobinfo")" \
-		--argjson idle "$idle" '
+		--argjson idle "$idle" --argjson load1 "$load1" '
 		def mean: if length == 0 then null else (add / length) end;
 		def p95: if length == 0 then null else (sort | .[((length * 95 + 99) / 100 | floor) - 1]) end;
 		def r3: if . == null then null else ((. * 1000 | round) / 1000) end;
@@ -373,8 +517,9 @@ EOF
 		 wait_s_mean: ([$rows[] | .[1] - .[0]] | mean | r3),
 		 makespan_s: (if ($rows | length) == 0 then null else (([$rows[] | .[2]] | max) - ([$rows[] | .[0]] | min)) end),
 		 tp_groups_split: ([$rows[] | .[3]] | add // 0),
+		 tp_groups_split_spine: ([$rows[] | .[4]] | add // 0),
 		 infer_token_ms_mean: ($tokens | mean | r3), infer_token_ms_p95: ($tokens | p95 | r3),
-		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle, job_list: $jobinfo}' >>"$results.$(basename "$shape" .json)"
+		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle, host_load_1m: $load1, job_list: $jobinfo}' >>"$results.$(basename "$shape" .json)"
 	say "$(tail -1 "$results.$(basename "$shape" .json)")"
 	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
 		say "warning: host CPU idle ${idle}% during this run (< 30%): its times measure the host more than the fabric (a smaller --scale lightens it)"
@@ -398,7 +543,7 @@ for shape in "${shapes[@]}"; do
 	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
 done
 for shape in "${shapes[@]}"; do
-	for seed in $(seq 1 "$seeds"); do
+	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do
 			run_one "$shape" "$config" "$seed"
 			write_out

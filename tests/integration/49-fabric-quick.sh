@@ -9,6 +9,8 @@
 #  - the data network carried the traffic: the kernel's cable counters hold
 #    at least the bytes of the cross-node TP allreduces;
 #  - nothing of any run is left: run dir, namespaces, processes.
+# A failed run prints the runner's diagnostics (which job, which launch,
+# where each rank of a hung job waited).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -31,7 +33,12 @@ if [ $rc = 77 ]; then
 	grep SKIP "$work/log"
 	exit 77
 fi
-[ $rc = 0 ] || { tail -30 "$work/log"; fail "runner exited $rc"; }
+if [ $rc != 0 ]; then
+	# The runner's own lines: each failed job with its launches, Slurm's
+	# reason, its ranks' stacks if it hung (gdb) and its log lines.
+	grep '^fabric-bench: ' "$work/log" | tail -80
+	fail "runner exited $rc"
+fi
 [ -s "$work/fabric.json" ] || { echo "FAIL: no result file"; exit 1; }
 
 n=$(jq '.shapes[0].results | length' "$work/fabric.json")
@@ -44,10 +51,11 @@ for cfg in tree isle; do
 	[ "$jobs" = 3 ] && [ "$sub" = 3 ] || fail "$cfg: $jobs of $sub jobs completed (want 3 of 3)"
 	jq -e '.step_ms_mean > 0 and .infer_token_ms_mean > 0 and .makespan_s >= 0 and (.tp_groups_split | type) == "number"' <<<"$r" >/dev/null ||
 		fail "$cfg: step/token records or fields missing: $r"
-	# Two 2-node jobs x 3 steps x one TP allreduce of 2147480 bytes whose
-	# ranks sit on two nodes: at least that much crossed the data network.
+	# Two 2-node jobs x 3 steps x one TP allreduce (7B: 2^31 bytes x scale,
+	# whole floats) whose ranks sit on two nodes: at least that much
+	# crossed the data network.
 	bytes=$(jq '[.link_bytes_by_tier[]] | add // 0' <<<"$r")
-	want=$((2 * 3 * 2147480))
+	want=$(jq '2 * 3 * 4 * ((2147483648 * .scale / 4) | floor)' "$work/fabric.json")
 	[ "$bytes" -ge "$want" ] || fail "$cfg: data network carried $bytes bytes, want >= $want"
 	echo "ok   $cfg: $jobs jobs, $(jq -c .link_bytes_by_tier <<<"$r") bytes by tier, $(jq .tp_groups_split <<<"$r") TP groups split"
 done
