@@ -652,6 +652,7 @@ static size_t hier_segments(const struct isle__chan *ch, int l, size_t n,
 	if (seg >= bytes)
 		return 1;
 	seg = (bytes + seg - 1) / seg;
+	seg = seg > n ? n : seg; /* no empty segments */
 	return seg > 1024 ? 1024 : seg;
 }
 
