@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,13 +332,415 @@ static int level_ag(struct isle__chan *ch, const struct isle__level *lv,
 	return ring_ag(ch, lv, buf, n, dt, c, res);
 }
 
+/* ------------------------------------------------ pipelined hierarchy */
+
+/*
+ * The last two levels of hier(), segment by segment, so that the slow top
+ * level (the network) carries segment s while the level below reduces
+ * segment s + 1 and gathers segment s - 1: the link's time and the node's
+ * copies overlap instead of adding up. Every local rank sends its own shard
+ * of each segment across, in parallel with the others (one stream per rank,
+ * not one per node).
+ *
+ * The top-level allreduce of a segment is a small state machine (struct
+ * topop) advanced between the node-level steps: each step posts its sends
+ * and receives, and the next test that finds them complete adds the data in
+ * and posts the next step. Two segments at most are in flight, each with
+ * its own tag and scratch, so their messages never match the other's.
+ */
+enum { TOP_RD, TOP_RING, TOP_A2A };
+enum { TSCR_SEND, TSCR_RECV, TSCR_ENC, TSCR_META, TSCR_N };
+#define TOP_SLOT(i) (4 + (i)*TSCR_N)
+
+struct topop {
+	struct isle__chan *ch;
+	const struct isle__level *lv;
+	const struct isle_codec *c;
+	char *buf;
+	size_t n;
+	isle_dtype dt;
+	float *res_c, *res_s; /* error feedback (a2a), or NULL */
+	int mode, phase, k, tag, slot, nreq, live;
+	MPI_Request *req;
+	MPI_Status *st;
+	int *peers;
+	size_t *want, *eoff;
+	char *sbuf, *rbuf, *enc;
+};
+
+static int top_post(struct topop *t, const void *sbuf, size_t sbytes, int dst,
+		    void *rbuf, size_t rbytes, int src)
+{
+	if (sbytes > INT_MAX || rbytes > INT_MAX)
+		return -EOVERFLOW;
+	if (sbytes) {
+		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, t->tag,
+			       t->lv->comm, &t->req[t->nreq]) != MPI_SUCCESS)
+			return -EIO;
+		t->want[t->nreq] = SIZE_MAX;
+		t->peers[t->nreq++] = dst;
+	}
+	if (rbytes) {
+		if (PMPI_Irecv(rbuf, (int)rbytes, MPI_BYTE, src, t->tag,
+			       t->lv->comm, &t->req[t->nreq]) != MPI_SUCCESS)
+			return -EIO;
+		t->want[t->nreq] = rbytes;
+		t->peers[t->nreq++] = src;
+	}
+	return 0;
+}
+
+static size_t top_enc(const struct topop *t, size_t len)
+{
+	return len ? isle_codec_encoded_size(t->c, len) : 0;
+}
+
+/* Post step k of the current phase. */
+static int top_step(struct topop *t)
+{
+	const struct isle_codec_ops *ops = t->ch->owner->ops;
+	int p = t->lv->size, r = t->lv->rank, rc;
+	size_t es = esize(t->dt), soff, slen, roff, rlen;
+
+	t->nreq = 0;
+	if (t->mode == TOP_RD) {
+		int peer = r ^ (1 << t->k);
+
+		return top_post(t, t->buf, t->n * es, peer, t->rbuf, t->n * es,
+				peer);
+	}
+	if (t->phase == 0 && t->mode == TOP_RING) {
+		chunk(t->lv, t->n, ((r - t->k - 1) % p + p) % p, &soff, &slen);
+		chunk(t->lv, t->n, ((r - t->k - 2) % p + p) % p, &roff, &rlen);
+		if (t->c->kind == ISLE_CODEC_NONE)
+			return top_post(t, t->buf + soff * es, slen * es,
+					(r + 1) % p, t->rbuf, rlen * es,
+					(r - 1 + p) % p);
+		if (slen && (rc = ops->encode(t->c, (float *)t->buf + soff,
+					      slen, t->sbuf, NULL, NULL)))
+			return rc;
+		return top_post(t, t->sbuf, top_enc(t, slen), (r + 1) % p,
+				t->rbuf, top_enc(t, rlen), (r - 1 + p) % p);
+	}
+	if (t->phase == 0) { /* TOP_A2A: every chunk to its owner at once */
+		size_t maxenc, myenc;
+
+		isle__shard(t->n, t->lv->nshards, 0, &soff, &slen);
+		maxenc = isle_codec_encoded_size(t->c, slen);
+		chunk(t->lv, t->n, r, &roff, &rlen);
+		myenc = top_enc(t, rlen);
+		for (int k = 1; k < p; k++) {
+			int q = (r + k) % p;
+			char *out = t->sbuf + (size_t)q * maxenc;
+
+			chunk(t->lv, t->n, q, &soff, &slen);
+			if (slen &&
+			    (rc = ops->encode(
+				 t->c, (float *)t->buf + soff, slen, out,
+				 t->res_c ? t->res_c + soff : NULL, NULL)))
+				return rc;
+			if ((rc = top_post(t, out, top_enc(t, slen), q, NULL, 0,
+					   0)))
+				return rc;
+		}
+		for (int k = 1; rlen && k < p; k++) {
+			int q = (r - k + p) % p;
+
+			if ((rc = top_post(t, NULL, 0, 0,
+					   t->rbuf + (size_t)q * myenc, myenc,
+					   q)))
+				return rc;
+		}
+		return 0;
+	}
+	/* Allgather step k. */
+	if (t->c->kind == ISLE_CODEC_NONE) {
+		chunk(t->lv, t->n, ((r - t->k) % p + p) % p, &soff, &slen);
+		chunk(t->lv, t->n, ((r - t->k - 1) % p + p) % p, &roff, &rlen);
+		return top_post(t, t->buf + soff * es, slen * es, (r + 1) % p,
+				t->buf + roff * es, rlen * es, (r - 1 + p) % p);
+	}
+	{
+		int sq = ((r - t->k) % p + p) % p,
+		    rq = ((r - t->k - 1) % p + p) % p;
+
+		return top_post(t, t->enc + t->eoff[sq],
+				t->eoff[sq + 1] - t->eoff[sq], (r + 1) % p,
+				t->enc + t->eoff[rq],
+				t->eoff[rq + 1] - t->eoff[rq], (r - 1 + p) % p);
+	}
+}
+
+/* Encoded allgather: the owner encodes its shard once and decodes it back
+ * (so that it holds what the others will hold). */
+static int top_ag_start(struct topop *t)
+{
+	const struct isle_codec_ops *ops = t->ch->owner->ops;
+	size_t off, len;
+	int rc;
+
+	t->phase = 1;
+	t->k = 0;
+	if (t->c->kind == ISLE_CODEC_NONE)
+		return 0;
+	chunk(t->lv, t->n, t->lv->rank, &off, &len);
+	if (len && ((rc = ops->encode(t->c, (float *)t->buf + off, len,
+				      t->enc + t->eoff[t->lv->rank], t->res_s,
+				      NULL)) ||
+		    (rc = ops->decode(t->c, t->enc + t->eoff[t->lv->rank], len,
+				      (float *)t->buf + off, NULL))))
+		return rc;
+	return 0;
+}
+
+/* The step just completed: fold its data in, move on. */
+static int top_finish_step(struct topop *t)
+{
+	const struct isle_codec_ops *ops = t->ch->owner->ops;
+	int p = t->lv->size, r = t->lv->rank, rc;
+	size_t es = esize(t->dt), off, len;
+
+	if (t->mode == TOP_RD) {
+		add(t->buf, t->rbuf, t->n, t->dt);
+		if ((1 << ++t->k) >= p)
+			t->live = 0;
+		return 0;
+	}
+	if (t->phase == 0 && t->mode == TOP_RING) {
+		chunk(t->lv, t->n, ((r - t->k - 2) % p + p) % p, &off, &len);
+		if (len && t->c->kind == ISLE_CODEC_NONE)
+			add(t->buf + off * es, t->rbuf, len, t->dt);
+		else if (len &&
+			 (rc = ops->decode_acc(t->c, t->rbuf, len,
+					       (float *)t->buf + off, NULL)))
+			return rc;
+		if (++t->k < p - 1)
+			return 0;
+		return top_ag_start(t);
+	}
+	if (t->phase == 0) { /* TOP_A2A, fixed order of the sum */
+		size_t myenc;
+
+		chunk(t->lv, t->n, r, &off, &len);
+		myenc = top_enc(t, len);
+		for (int q = 0; len && q < p; q++)
+			if (q != r && (rc = ops->decode_acc(
+					   t->c, t->rbuf + (size_t)q * myenc,
+					   len, (float *)t->buf + off, NULL)))
+				return rc;
+		return top_ag_start(t);
+	}
+	if (t->c->kind != ISLE_CODEC_NONE) {
+		int rq = ((r - t->k - 1) % p + p) % p;
+
+		chunk(t->lv, t->n, rq, &off, &len);
+		if (len && (rc = ops->decode(t->c, t->enc + t->eoff[rq], len,
+					     (float *)t->buf + off, NULL)))
+			return rc;
+	}
+	if (++t->k >= p - 1)
+		t->live = 0;
+	return 0;
+}
+
+/* Advance t as far as its completed steps allow; block: until done. */
+static int top_progress(struct topop *t, int block)
+{
+	int rc, done;
+
+	while (t->live) {
+		rc = isle__test_sized(t->ch, t->lv->comm, t->nreq, t->req,
+				      t->peers, t->want, t->st, block, &done);
+		if (rc || !done)
+			return rc;
+		if ((rc = top_finish_step(t)))
+			return rc;
+		if (t->live && (rc = top_step(t)))
+			return rc;
+	}
+	return 0;
+}
+
+static int top_start(struct topop *t, struct isle__chan *ch,
+		     const struct isle__level *lv, const struct isle_codec *c,
+		     char *buf, size_t n, isle_dtype dt, float *res_c,
+		     float *res_s, int slot)
+{
+	int p = lv->size, rc;
+	size_t es = esize(dt), off, len, maxlen, rbytes, sbytes = 0, encb = 0;
+	char *meta;
+
+	*t = (struct topop){.ch = ch,
+			    .lv = lv,
+			    .c = c,
+			    .buf = buf,
+			    .n = n,
+			    .dt = dt,
+			    .res_c = res_c,
+			    .res_s = res_s,
+			    .tag = ISLE__TAG + 1 + slot,
+			    .slot = TOP_SLOT(slot)};
+	isle__shard(n, lv->nshards, 0, &off, &maxlen);
+	if (c->kind == ISLE_CODEC_NONE) {
+		struct isle_algo_level m = {p, lv->bw_gbps, lv->lat_us, *c};
+
+		t->mode =
+		    !(p & (p - 1)) &&
+			    isle_algo_cost_us(ISLE_ALGO_RDOUBLING, &m, 1,
+					      n * es) <
+				isle_algo_cost_us(ISLE_ALGO_RING, &m, 1, n * es)
+			? TOP_RD
+			: TOP_RING;
+		rbytes = t->mode == TOP_RD ? n * es : maxlen * es;
+	} else if (isle_codec_summable(c)) {
+		t->mode = TOP_RING;
+		sbytes = rbytes = isle_codec_encoded_size(c, maxlen);
+	} else {
+		t->mode = TOP_A2A;
+		sbytes = isle_codec_encoded_size(c, maxlen) * (size_t)p;
+		chunk(lv, n, lv->rank, &off, &len);
+		rbytes = top_enc(t, len) * (size_t)p;
+	}
+	meta = isle__scratch(ch, t->slot + TSCR_META,
+			     2 * (size_t)p *
+				     (sizeof(MPI_Request) + sizeof(MPI_Status) +
+				      sizeof(int) + sizeof(size_t)) +
+				 (size_t)(p + 1) * sizeof(size_t) + 8);
+	t->rbuf = isle__scratch(ch, t->slot + TSCR_RECV, rbytes);
+	t->sbuf =
+	    sbytes ? isle__scratch(ch, t->slot + TSCR_SEND, sbytes) : NULL;
+	if (!meta || !t->rbuf || (sbytes && !t->sbuf))
+		return -ENOMEM;
+	t->st = (MPI_Status *)meta;
+	t->req = (MPI_Request *)(t->st + 2 * p);
+	t->want = (size_t *)(void *)((char *)(t->req + 2 * p) +
+				     (-(uintptr_t)(t->req + 2 * p) & 7));
+	t->eoff = t->want + 2 * p;
+	t->peers = (int *)(t->eoff + p + 1);
+	if (c->kind != ISLE_CODEC_NONE) {
+		t->eoff[0] = 0;
+		for (int q = 0; q < p; q++) {
+			chunk(lv, n, q, &off, &len);
+			t->eoff[q + 1] = t->eoff[q] + top_enc(t, len);
+		}
+		encb = t->eoff[p];
+		if (!(t->enc = isle__scratch(ch, t->slot + TSCR_ENC, encb)))
+			return -ENOMEM;
+	}
+	t->live = 1;
+	if ((rc = top_step(t)))
+		return rc;
+	return top_progress(t, 0);
+}
+
+/* Segments for a hierarchy of count elements at level l (1: none). */
+static size_t hier_segments(const struct isle__chan *ch, int l, size_t n,
+			    isle_dtype dt)
+{
+	size_t bytes = n * esize(dt), seg = ch->owner->cfg.segment_bytes;
+
+	/* The two levels pipelined are l and the top; a lossy codec below the
+	 * top keeps one residual per call, not per segment. */
+	if (l != ch->nlev - 2 || ch->lev[l].codec.kind != ISLE_CODEC_NONE ||
+	    ch->lev[l + 1].max_size < 2)
+		return 1;
+	if (!seg) { /* 16 segments, each 256 KiB .. 8 MiB */
+		seg = bytes / 16;
+		seg = seg < (256u << 10) ? 256u << 10 : seg;
+		seg = seg > (8u << 20) ? 8u << 20 : seg;
+	}
+	if (seg >= bytes)
+		return 1;
+	seg = (bytes + seg - 1) / seg;
+	seg = seg > n ? n : seg; /* no empty segments */
+	return seg > 1024 ? 1024 : seg;
+}
+
+static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
+		isle_dtype dt, uint64_t key);
+
+static int hier_pipe(struct isle__chan *ch, int l, char *buf, size_t n,
+		     isle_dtype dt, uint64_t key, size_t nseg)
+{
+	static const struct isle_codec none = {.kind = ISLE_CODEC_NONE};
+	const struct isle__level *lv = &ch->lev[l], *tv = &ch->lev[l + 1];
+	const struct isle_codec *tc = dt == ISLE_DTYPE_F64 ? &none : &tv->codec;
+	struct topop ops[2];
+	size_t es = esize(dt), roff_c = 0, roff_s = 0, tot_c = 0, tot_s = 0;
+	size_t soff, slen, off, len, toff, tlen;
+	float *res_c = NULL, *res_s = NULL;
+	int mine = lv->rank < lv->nshards, rc = 0;
+
+	ops[0].live = ops[1].live = 0;
+	/* Error feedback: one residual over all segments' top-level data. */
+	if (mine && tc->error_feedback && !isle_codec_summable(tc) &&
+	    tc->kind != ISLE_CODEC_NONE) {
+		for (size_t s = 0; s < nseg; s++) {
+			isle__shard(n, (int)nseg, (int)s, &soff, &slen);
+			chunk(lv, slen, lv->rank, &off, &len);
+			tot_c += len;
+			chunk(tv, len, tv->rank, &toff, &tlen);
+			tot_s += tlen;
+		}
+		if (tot_c &&
+		    !(res_c = isle__residual(
+			  ch, key, (l + 1) * 2 + STAGE_CONTRIB, tot_c)))
+			return -ENOMEM;
+		if (tot_s && !(res_s = isle__residual(
+				   ch, key, (l + 1) * 2 + STAGE_SHARD, tot_s)))
+			return -ENOMEM;
+	}
+	for (size_t s = 0; s <= nseg; s++) {
+		struct topop *t = &ops[s & 1], *prev = &ops[(s + 1) & 1];
+
+		if (s < nseg) {
+			isle__shard(n, (int)nseg, (int)s, &soff, &slen);
+			if (lv->size > 1 &&
+			    (rc = level_rs(ch, lv, buf + soff * es, slen, dt,
+					   &none, key, l)))
+				goto out;
+			if (prev->live && (rc = top_progress(prev, 0)))
+				goto out;
+			chunk(lv, slen, lv->rank, &off, &len);
+			if (mine && len && tv->size > 1) {
+				chunk(tv, len, tv->rank, &toff, &tlen);
+				rc = top_start(t, ch, tv, tc,
+					       buf + (soff + off) * es, len, dt,
+					       res_c ? res_c + roff_c : NULL,
+					       res_s ? res_s + roff_s : NULL,
+					       (int)(s & 1));
+				roff_c += len;
+				roff_s += tlen;
+			} else if (mine && len) { /* group of one: no wire */
+				rc = hier(
+				    ch, l + 1, buf + (soff + off) * es, len, dt,
+				    key ^ (0x9e3779b97f4a7c15ull * (s + 1)));
+			}
+			if (rc)
+				goto out;
+		}
+		if (s == 0)
+			continue;
+		/* Segment s - 1: its top level done, gather it on the node. */
+		if ((rc = top_progress(prev, 1)))
+			goto out;
+		isle__shard(n, (int)nseg, (int)(s - 1), &soff, &slen);
+		if (lv->size > 1 && (rc = level_ag(ch, lv, buf + soff * es,
+						   slen, dt, &none, key, l)))
+			goto out;
+	}
+out:
+	/* A failure leaves requests behind: the channel is failed anyway. */
+	return rc;
+}
+
 static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 		isle_dtype dt, uint64_t key)
 {
 	static const struct isle_codec none = {.kind = ISLE_CODEC_NONE};
 	const struct isle__level *lv = &ch->lev[l];
 	const struct isle_codec *c = dt == ISLE_DTYPE_F64 ? &none : &lv->codec;
-	size_t off, len;
+	size_t off, len, nseg;
 	int rc;
 
 	if (l == ch->nlev - 1 && c->kind == ISLE_CODEC_NONE && lv->size > 1) {
@@ -351,6 +754,8 @@ static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 		if (rd < ring)
 			return rdoubling(ch, lv, buf, n, dt);
 	}
+	if (l < ch->nlev - 1 && (nseg = hier_segments(ch, l, n, dt)) > 1)
+		return hier_pipe(ch, l, buf, n, dt, key, nseg);
 	if (lv->size > 1 && (rc = level_rs(ch, lv, buf, n, dt, c, key, l)))
 		return rc;
 	if (l < ch->nlev - 1 && lv->rank < lv->nshards) {

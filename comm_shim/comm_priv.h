@@ -78,8 +78,10 @@ struct isle__chan {
 	int nlev;
 	struct isle__level lev[ISLE_PLAN_MAX_LEVELS];
 	struct isle__level flat; /* all ranks, codec none */
-	void *scratch[4];
-	size_t scratch_len[4];
+	/* 0..3: the blocking steps; 4..11: two pipelined top-level
+	 * allreduces in flight, four slots each (coll.c). */
+	void *scratch[12];
+	size_t scratch_len[12];
 	struct isle__resid *resid;
 	int failed; /* sticky after a timeout: the peers are out of step */
 };
@@ -113,6 +115,16 @@ int isle__recv_exact(struct isle__chan *ch, MPI_Comm comm, void *buf,
 int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		   size_t sbytes, int dst, void *rbuf, size_t rbytes, int src);
 double isle__now(void);
+/*
+ * Tests (block = 0) or waits for (block = 1) n requests posted by the
+ * pipelined hierarchy; *done = 1 when all completed. want[i] is the exact
+ * byte count due for a receive, SIZE_MAX for a send; st holds n statuses.
+ * Size mismatch: -EMSGSIZE and one line naming the peer; -ETIMEDOUT as
+ * isle__waitall().
+ */
+int isle__test_sized(struct isle__chan *ch, MPI_Comm comm, int n,
+		     MPI_Request *reqs, const int *peers, const size_t *want,
+		     MPI_Status *st, int block, int *done);
 
 /* comm.c */
 

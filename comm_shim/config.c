@@ -121,7 +121,9 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	    (rc = isle__env_size("ISLE_COMM_FUSION_BYTES", &cfg->fusion_bytes,
 				 err, errlen)) ||
 	    (rc = isle__env_size("ISLE_COMM_MIN_BYTES", &cfg->min_bytes, err,
-				 errlen)))
+				 errlen)) ||
+	    (rc = isle__env_size("ISLE_COMM_SEGMENT_BYTES", &cfg->segment_bytes,
+				 err, errlen)))
 		return rc;
 	if (cfg->timeout_s < 0 || cfg->cycle_ms < 0)
 		return isle__comm_errf(err, errlen, -EINVAL,

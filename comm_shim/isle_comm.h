@@ -198,6 +198,9 @@ struct isle_comm_config {
 	int calibrate;	     /* ISLE_COMM_CALIBRATE: crossover probe */
 	int async;	     /* ISLE_COMM_ASYNC: helper thread */
 	int verbose;	     /* ISLE_COMM_VERBOSE */
+	/* ISLE_COMM_SEGMENT_BYTES: pipeline segment of the hierarchy's last
+	 * two levels, 0 = auto (16 segments of 256 KiB .. 8 MiB) */
+	size_t segment_bytes;
 };
 
 ISLE_COMM_API void isle_comm_config_default(struct isle_comm_config *cfg);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -174,4 +175,70 @@ int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		peers[n++] = src;
 	}
 	return isle__waitall(ch, comm, n, r, peers);
+}
+
+int isle__test_sized(struct isle__chan *ch, MPI_Comm comm, int n,
+		     MPI_Request *reqs, const int *peers, const size_t *want,
+		     MPI_Status *st, int block, int *done)
+{
+	double timeout = ch->owner->cfg.timeout_s;
+	double deadline = isle__now() + timeout;
+	int flag = 0, rc;
+
+	*done = 0;
+	for (unsigned spin = 0;; spin++) {
+		rc = n ? PMPI_Testall(n, reqs, &flag, st) : MPI_SUCCESS;
+		if (!n)
+			flag = 1;
+		if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
+			return -EIO;
+		if (flag || rc == MPI_ERR_IN_STATUS)
+			break;
+		if (!block)
+			return 0;
+		if (spin > 256)
+			sched_yield();
+		if (timeout > 0 && (spin & 255) == 255 &&
+		    isle__now() > deadline) {
+			for (int i = 0; i < n; i++)
+				if (reqs[i] != MPI_REQUEST_NULL) {
+					report_timeout(ch, comm, peers[i]);
+					break;
+				}
+			for (int i = 0; i < n; i++)
+				if (reqs[i] != MPI_REQUEST_NULL) {
+					PMPI_Cancel(&reqs[i]);
+					PMPI_Request_free(&reqs[i]);
+				}
+			ch->failed = 1;
+			return -ETIMEDOUT;
+		}
+	}
+	/* Receives: exactly the bytes due (a longer message fails with
+	 * MPI_ERR_TRUNCATE in its status, a shorter one is counted short). */
+	if (rc == MPI_ERR_IN_STATUS) {
+		for (int i = 0; i < n; i++)
+			if (want[i] != SIZE_MAX &&
+			    st[i].MPI_ERROR == MPI_ERR_TRUNCATE) {
+				report_size(ch, comm, peers[i], -1, want[i]);
+				ch->failed = 1;
+				return -EMSGSIZE;
+			}
+		ch->failed = 1;
+		return -EIO;
+	}
+	for (int i = 0; i < n; i++) {
+		int got = -1;
+
+		if (want[i] == SIZE_MAX)
+			continue;
+		if (PMPI_Get_count(&st[i], MPI_BYTE, &got) != MPI_SUCCESS ||
+		    got < 0 || (size_t)got != want[i]) {
+			report_size(ch, comm, peers[i], got, want[i]);
+			ch->failed = 1;
+			return -EMSGSIZE;
+		}
+	}
+	*done = 1;
+	return 0;
 }

@@ -20,9 +20,11 @@
 # same comm.json unless ISLE_BENCH_CONVERGE=0.
 #
 # Usage: scripts/bench-comm.sh [--nodes N] [--ppn R] [--rate RATE]
-#                              [--max-bytes B] [--algos a,b,...] [--out FILE]
+#                              [--min-bytes B] [--max-bytes B]
+#                              [--algos a,b,...] [--out FILE]
 #   --rate       tc rate of each node uplink, e.g. 1gbit (default), 10gbit
-#   --max-bytes  largest allreduce (default 256 MiB; sizes step by 4x from 4 KiB)
+#   --min-bytes  smallest allreduce (default 4 KiB)
+#   --max-bytes  largest allreduce (default 256 MiB; sizes step by 4x)
 #   --out        result file (default build/bench/comm.json)
 #
 # Needs root, iproute2 with tbf, Open MPI (mpirun) and the bench_comm binary.
@@ -38,6 +40,7 @@ nodes=2
 ppn=4
 rate=1gbit
 mtu=9000
+min_bytes=4096
 max_bytes=$((256 << 20))
 algos=mpi_default,mpi_ring,mpi_rabenseifner,mpi_han,isle_none,isle_bf16,isle_int8,isle_topk
 out=$B/bench/comm.json
@@ -47,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--nodes) nodes=$2; shift 2 ;;
 	--ppn) ppn=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
+	--min-bytes) min_bytes=$2; shift 2 ;;
 	--max-bytes) max_bytes=$2; shift 2 ;;
 	--algos) algos=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
@@ -196,6 +200,7 @@ run_mpi() {
 		--mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
 		--mca mpi_yield_when_idle 1 $mca \
 		-x ISLE_PLAN="$plan" -x ISLE_COMM_ASYNC=0 \
+		${ISLE_COMM_SEGMENT_BYTES:+-x ISLE_COMM_SEGMENT_BYTES} \
 		"$BENCH" "$@" &
 	# wait (unlike a foreground job) lets INT/TERM run the cleanup now.
 	wait $!
@@ -223,7 +228,11 @@ for a in "${algo_list[@]}"; do
 	mca=$(mca_of "$a")
 	link_bytes >"$work/links0"
 	read -r i0 t0 < <(cpu_jiffies)
-	run_mpi mpi --algo "$a" --max-bytes "$max_bytes" >"$work/$a.out"
+	# A run that fails or times out (a loaded host) keeps the sizes it
+	# finished; the others still run.
+	run_mpi mpi --algo "$a" --min-bytes "$min_bytes" \
+		--max-bytes "$max_bytes" >"$work/$a.out" ||
+		echo "bench-comm: $a: failed or timed out (rc $?), partial" >&2
 	read -r i1 t1 < <(cpu_jiffies)
 	link_bytes >"$work/links1"
 	echo "$a $(idle_pct "$i0" "$t0" "$i1" "$t1")" >>"$idle"

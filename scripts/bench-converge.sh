@@ -10,8 +10,12 @@
 # error feedback, and top-k 1% without (the control). 3 seeds each.
 #
 # Usage: scripts/bench-converge.sh [--epochs E] [--train-n N] [--seeds "1 2 3"]
+#                                  [--batch B] [--lr LR]
 #                                  [--codecs "fp32 bf16 ..."] [--out FILE]
 #   --train-n   training images used (default 12000 of 60000; 0 = all)
+#   --batch     samples per rank and step (default 8; a loaded host pays per
+#               step, so a larger batch is the cheaper short run)
+#   --lr        learning rate (default 0.05)
 #   --out       JSON lines, one per run (default build/bench/converge.json);
 #               mean and spread per codec on stdout
 # Exits 77 with a reason when Open MPI or the data set is missing.
@@ -23,6 +27,8 @@ data=${ISLE_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 epochs=2
 train_n=12000
 seeds="1 2 3"
+batch=8
+lr=0.05
 codecs="fp32 bf16 int8 topk:0.01 topk:0.01,noef"
 out=$B/bench/converge.json
 
@@ -31,6 +37,8 @@ while [ $# -gt 0 ]; do
 	--epochs) epochs=$2; shift 2 ;;
 	--train-n) train_n=$2; shift 2 ;;
 	--seeds) seeds=$2; shift 2 ;;
+	--batch) batch=$2; shift 2 ;;
+	--lr) lr=$2; shift 2 ;;
 	--codecs) codecs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -79,7 +87,7 @@ for codec in $codecs; do
 		echo "bench-converge: $codec seed $seed" >&2
 		"$MPIRUN" -np 8 "${shim[@]}" "$B/tests/train_mnist" --data "$data" \
 			--epochs "$epochs" --seed "$seed" --train-n "$train_n" \
-			--label "$codec" >"$work/run.out" 2>&1 ||
+			--batch "$batch" --lr "$lr" --label "$codec" >"$work/run.out" 2>&1 ||
 			{ tail -20 "$work/run.out" >&2; exit 1; }
 		# The shim must have carried the gradients with that codec.
 		if [ "$codec" != fp32 ] && ! grep -q "^isle_comm: 8 ranks.*net\[.*${codec%%,*}" "$work/run.out"; then

@@ -4,7 +4,8 @@
 #   exactness: codec none bit-identical to MPI_Allreduce on integer-valued
 #              floats (real values within 2*p*eps), 2..16 ranks, unequal
 #              ranks per node through plan files, sizes 1..2^26, in place,
-#              MPI_Iallreduce (+fusion), a sub-communicator, all algorithms;
+#              MPI_Iallreduce (+fusion), a sub-communicator, all algorithms,
+#              the pipelined hierarchy (tiny segments);
 #   codecs:    error bounds under MPI, ranks bit-identical;
 #   training:  8-rank softmax regression, int8 and topk:0.01 (error feedback)
 #              within 1% of fp32, top-k without error feedback worse;
@@ -78,6 +79,13 @@ for algo in hier ring rdoubling; do
 		ISLE_PLAN="$T/p7.json" ISLE_COMM_ALGO=$algo -- \
 		exact --sizes 1,7,4099,65537 --async 3
 done
+# Pipelined hierarchy: 4 KiB segments, so that most sizes run many of them.
+expect_pass "exact 7 ranks 3 levels unequal, pipelined" 7 \
+	ISLE_PLAN="$T/p7.json" ISLE_COMM_ALGO=hier ISLE_COMM_SEGMENT_BYTES=4K -- \
+	exact --sizes 1,7,4099,65537 --async 3
+expect_pass "exact 8 ranks 2 levels, pipelined" 8 ISLE_PLAN="$T/p8.json" \
+	ISLE_COMM_ALGO=hier ISLE_COMM_SEGMENT_BYTES=4K -- \
+	exact --sizes 1,4099,1048577 --async 3
 expect_pass "exact 7 ranks real values" 7 ISLE_PLAN="$T/p7.json" -- \
 	exact --sizes $SIZES --values real
 expect_pass "exact 16 ranks 5+3+4+4" 16 ISLE_PLAN="$T/p16.json" ISLE_COMM_ALGO=hier -- \
@@ -95,21 +103,29 @@ for spec in "fp16 0.002" "bf16 0.02" "int8:64 0.01" "topk:0.05 1e30"; do
 		ISLE_COMM_ALGO=hier ISLE_COMM_CODEC=$1 -- \
 		exact --sizes 7,65537 --dtype float --values real --tol $2 \
 		--tol-mode max --async 4
+	expect_pass "codec $1 pipelined (tol $2 of the max)" 8 \
+		ISLE_PLAN="$T/p8.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC=$1 \
+		ISLE_COMM_SEGMENT_BYTES=4K -- \
+		exact --sizes 7,65537 --dtype float --values real --tol $2 \
+		--tol-mode max --async 4
 done
 
 # --- convergence
-train() { # codec -> final loss on stdout
-	run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC="$1" -- \
+train() { # codec [VAR=VALUE] -> final loss on stdout
+	run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC="$1" \
+		${2:+"$2"} -- \
 		train --steps 400 --dim 64 --classes 16 --samples 100 --lr 1 &&
 		sed -n 's/^final_loss //p' "$T/out"
 }
 l_fp32=$(train none) l_int8=$(train int8) l_topk=$(train topk:0.01) l_noef=$(train topk:0.01,noef)
-echo "train: fp32 $l_fp32 int8 $l_int8 topk:0.01 $l_topk topk:0.01,noef $l_noef"
-if awk -v a="$l_fp32" -v i="$l_int8" -v t="$l_topk" -v n="$l_noef" 'BEGIN {
-	if (a == "" || i == "" || t == "" || n == "") exit 1
-	gi = (i - a) / a; gt = (t - a) / a; gn = (n - a) / a
-	printf "train: gaps int8 %.4f topk %.4f topk-noef %.4f\n", gi, gt, gn
-	exit !(gi < 0.01 && gt < 0.01 && gn > 0.01 && gn > 2 * gt) }'; then
+# 1040 parameters in 1 KiB segments: error feedback across the pipeline.
+l_pipe=$(train topk:0.01 ISLE_COMM_SEGMENT_BYTES=1K)
+echo "train: fp32 $l_fp32 int8 $l_int8 topk:0.01 $l_topk topk:0.01,noef $l_noef topk:0.01,pipelined $l_pipe"
+if awk -v a="$l_fp32" -v i="$l_int8" -v t="$l_topk" -v n="$l_noef" -v q="$l_pipe" 'BEGIN {
+	if (a == "" || i == "" || t == "" || n == "" || q == "") exit 1
+	gi = (i - a) / a; gt = (t - a) / a; gn = (n - a) / a; gq = (q - a) / a
+	printf "train: gaps int8 %.4f topk %.4f topk-noef %.4f topk-pipelined %.4f\n", gi, gt, gn, gq
+	exit !(gi < 0.01 && gt < 0.01 && gq < 0.01 && gn > 0.01 && gn > 2 * gt) }'; then
 	echo "ok   convergence"
 else
 	echo "FAIL convergence"
