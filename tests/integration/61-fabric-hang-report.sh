@@ -1,5 +1,5 @@
 #!/bin/bash
-# 45-fabric-hang-report: a hung benchmark job is explained, not only counted.
+# 61-fabric-hang-report: a hung benchmark job is explained, not only counted.
 # bench/fabric/run.sh --quick runs one 2-node TP=8 training job with a
 # 2-minute time limit (FABRIC_JOB_TIME_MIN); once its 8 ranks run, all of
 # them get SIGSTOP, so the job hangs until Slurm ends it. The runner must
