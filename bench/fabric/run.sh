@@ -179,7 +179,7 @@ hang_dump() {
 		echo "job $id $(isle_job_field "$id" JobState) nodes $(isle_job_field "$id" NodeList) run $(isle_job_field "$id" RunTime) limit $(isle_job_field "$id" TimeLimit)"
 		for node in $(scontrol show hostnames "$(isle_job_field "$id" NodeList)" 2>/dev/null); do
 			for pid in $(ip netns pids "$ISLE_FABRIC_PREFIX-$node" 2>/dev/null); do
-				tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$id" || continue
+				tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | isle_grep_q -x "SLURM_JOB_ID=$id" || continue
 				comm=$(cat "/proc/$pid/comm" 2>/dev/null)
 				rank=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_PROCID=//p')
 				echo "--- $node pid $pid $comm rank ${rank:--} wchan $(cat "/proc/$pid/wchan" 2>/dev/null)"
@@ -487,7 +487,7 @@ EOF
 	local prefix=${ISLE_FABRIC_PREFIX:-}
 	isle_fabric_counters >"$rw/counters"
 	isle_cluster_stop
-	if [ -n "$prefix" ] && ip netns list 2>/dev/null | grep -q "^$prefix-"; then
+	if [ -n "$prefix" ] && ip netns list 2>/dev/null | isle_grep_q "^$prefix-"; then
 		say "namespaces of $prefix left behind"
 		fails=$((fails + 1))
 	fi

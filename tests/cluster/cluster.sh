@@ -88,6 +88,7 @@
 # isle_ctld_restart [TIMEOUT] start a stopped or killed slurmctld again
 #                             from its state; 1 if it does not answer
 # isle_node_names             the node names, one per line
+# isle_grep_q ARGS...         grep -q that reads all its input (pipefail-safe)
 # isle_fabric_counters [DIR] per cable "A B TIER RATE_BIT BYTES_A_TO_B
 #                             BYTES_B_TO_A" from the kernel's counters
 # isle_cluster_require        for test scripts: exit 77 (skip) with a reason
@@ -132,6 +133,16 @@ if [ -z "${ISLE_SLURM_PREFIX:-}" ]; then
 	fi
 fi
 ISLE__STARTED_DIRS=()
+
+# isle_grep_q ARGS...: `grep -q` for the right side of a pipe under
+# pipefail. grep -q exits at the first match, and a writer still writing
+# (scontrol's output past one buffer) then dies of SIGPIPE, which pipefail
+# turns into a failed test; this one reads to the end.
+isle_grep_q() {
+	local n
+	n=$(grep -c "$@")
+	[ "${n:-0}" -gt 0 ]
+}
 
 # Why a mount namespace: auth/slurm clients (sbatch, srun, scontrol, libslurm)
 # get their credentials from a sack socket at the fixed paths
@@ -757,8 +768,8 @@ isle__start_once() {
 	local ctldpid
 	ctldpid=$(awk '$1 == "slurmctld" { print $3 }' "$d/pids")
 	# Ping only once it listens: a ping to a closed port retries for seconds.
-	while ! { "${ss_wrap[@]}" ss -Htlnp "( sport = :$o_ctld_port )" 2>/dev/null | grep -q "pid=$ctldpid," &&
-		isle__slurm "$d" scontrol ping 2>/dev/null | grep -q 'is UP'; }; do
+	while ! { "${ss_wrap[@]}" ss -Htlnp "( sport = :$o_ctld_port )" 2>/dev/null | isle_grep_q "pid=$ctldpid," &&
+		isle__slurm "$d" scontrol ping 2>/dev/null | isle_grep_q 'is UP'; }; do
 		if dead=$(isle__first_dead "$d"); then
 			isle__err "slurmctld exited during startup (config $conf)"
 			rc=1
@@ -1068,7 +1079,7 @@ isle_ctld_restart() {
 	sed -i '/^slurmctld /d' "$d/pids"
 	isle__spawn "$d" slurmctld ctld "${wrap[@]}" "$ISLE_SLURM_PREFIX/sbin/slurmctld" \
 		-D -i -f "$d/etc/slurm.conf"
-	until isle__slurm "$d" scontrol ping 2>/dev/null | grep -q 'is UP'; do
+	until isle__slurm "$d" scontrol ping 2>/dev/null | isle_grep_q 'is UP'; do
 		[ $SECONDS -lt "$end" ] || return 1
 		sleep 0.5
 	done

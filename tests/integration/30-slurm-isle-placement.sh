@@ -48,12 +48,12 @@ echo "$topo" | head -4
 for want in "Topology=isle Cluster=gb200-test" "RackName=rack1 Nodes=n\[01-08\] GPUs=32" \
 	"IslandName=nvl1 Type=nvlink-domain Nodes=n\[01-04\] GPUs=16 FreeGPUs=16" \
 	"SwitchName=leaf2 Level=leaf Nodes=n\[09-16\] GPUs=32" "SwitchName=spine1 Level=spine Switches=leaf\[1-2\]"; do
-	echo "$topo" | grep -q "$want" || fail "scontrol show topology lacks '$want'"
+	echo "$topo" | isle_grep_q "$want" || fail "scontrol show topology lacks '$want'"
 done
 topo_n05=$(isle_pt_topo n05)
-echo "$topo_n05" | grep -q "IslandName=nvl2" || fail "show topology n05 lacks nvl2: $topo_n05"
-scontrol show partition isl2 | grep -q " Nodes=n\[05-08\]$" || fail "switch{nvl2} is not n[05-08]"
-scontrol show partition withn10 | grep -q " Nodes=n\[09-12\]$" || fail "blockwith{n10} is not n[09-12]"
+echo "$topo_n05" | isle_grep_q "IslandName=nvl2" || fail "show topology n05 lacks nvl2: $topo_n05"
+scontrol show partition isl2 | isle_grep_q " Nodes=n\[05-08\]$" || fail "switch{nvl2} is not n[05-08]"
+scontrol show partition withn10 | isle_grep_q " Nodes=n\[09-12\]$" || fail "blockwith{n10} is not n[09-12]"
 
 # --- 2. anchor sequence -----------------------------------------------------
 hold=()
@@ -76,7 +76,7 @@ for j in "${tp_jobs[@]}"; do
 	doms=$(isle_pt_job_nodes "$j" | while read -r n; do awk -v n="$n" '$1 == n { print $2 }' "$work/domains"; done | sort -u)
 	echo "job $j: $(isle_pt_job_nodes "$j" | tr '\n' ' ') -> $(echo "$doms" | tr '\n' ' ')"
 	[ "$(echo "$doms" | wc -l)" = 1 ] || fail "TP group of job $j spans domains: $doms"
-	isle_pt_job_nodes "$j" | grep -qx n16 && fail "job $j runs on the drained n16"
+	isle_pt_job_nodes "$j" | isle_grep_q -x n16 && fail "job $j runs on the drained n16"
 done
 j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 --isle-mode=required -o /dev/null --wrap "sleep 600")
 sleep 5
@@ -90,7 +90,7 @@ echo "$ac"
 # a running job ends.
 [[ $ac == "AdminComment=isle: waiting: no placement now"* || $ac == "AdminComment=isle: planned tp=8 "* ]] ||
 	fail "pending job $j: $ac"
-"$repo/build/bin/islectl" explain "$j" | grep -q "^Job $j: isle: \(waiting\|planned\)" || fail "explain of pending job $j"
+"$repo/build/bin/islectl" explain "$j" | isle_grep_q "^Job $j: isle: \(waiting\|planned\)" || fail "explain of pending job $j"
 scancel "$j"
 scontrol update nodename=n16 state=resume
 
@@ -110,10 +110,10 @@ ac=$(scontrol show job "$j" | grep -o 'AdminComment=.*' || true)
 [[ $ac == "AdminComment=site note | isle: tp=8 "* ]] || fail "AdminComment not merged: $ac"
 out=$("$repo/build/bin/islectl" explain "$j") || fail "islectl explain $j failed"
 echo "$out"
-echo "$out" | grep -q "^Job $j: isle: tp=8" || fail "explain lacks the decision line"
-echo "$out" | grep -q "^Candidates:" || fail "explain lacks candidates"
-echo "$out" | grep -q "^ *\* " || fail "explain marks no winner"
-echo "$out" | grep -q "^Why: " || fail "explain lacks why"
+echo "$out" | isle_grep_q "^Job $j: isle: tp=8" || fail "explain lacks the decision line"
+echo "$out" | isle_grep_q "^Candidates:" || fail "explain lacks candidates"
+echo "$out" | isle_grep_q "^ *\* " || fail "explain marks no winner"
+echo "$out" | isle_grep_q "^Why: " || fail "explain lacks why"
 "$repo/build/bin/islectl" explain 999999 >/dev/null 2>&1 && fail "explain of an unknown job succeeded"
 
 # --- 4. bad option values ---------------------------------------------------
@@ -121,11 +121,11 @@ for bad in "--isle-tp=0" "--isle-tp=abc" "--isle-mode=sometimes" "--isle-compres
 	if msg=$(sbatch -N1 --gpus-per-node=4 "$bad" -o /dev/null --wrap true 2>&1); then
 		fail "sbatch accepted $bad: $msg"
 	fi
-	echo "$msg" | grep -q "invalid --${bad#--}" || echo "$msg" | grep -q "invalid --${bad%%=*}" ||
-		echo "$msg" | grep -qi "isle" || fail "no clear message for $bad: $msg"
+	echo "$msg" | isle_grep_q "invalid --${bad#--}" || echo "$msg" | isle_grep_q "invalid --${bad%%=*}" ||
+		echo "$msg" | isle_grep_q -i "isle" || fail "no clear message for $bad: $msg"
 done
 msg=$(sbatch -N1 --gpus-per-node=4 --isle-tp=abc -o /dev/null --wrap true 2>&1 || true)
-echo "$msg" | grep -q "invalid --isle-tp 'abc'" || fail "message for --isle-tp=abc: $msg"
+echo "$msg" | isle_grep_q "invalid --isle-tp 'abc'" || fail "message for --isle-tp=abc: $msg"
 
 # --- 5. corrupted cluster file + reconfigure --------------------------------
 cfg=$ISLE_CLUSTER_DIR/etc/isle.json
@@ -139,8 +139,8 @@ done
 grep "isle: cannot load cluster file" "$log" | tail -1
 grep -q "isle: cannot load cluster file $cfg: .*nodes\[0\].gpus" "$log" ||
 	fail "no error naming the file and field"
-scontrol ping | grep -q UP || fail "controller down after a bad cluster file"
-scontrol show topology | grep -q "Status=fallback" || fail "topology does not report the fallback"
+scontrol ping | isle_grep_q UP || fail "controller down after a bad cluster file"
+scontrol show topology | isle_grep_q "Status=fallback" || fail "topology does not report the fallback"
 for j in "${hold[@]}"; do
 	[ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || fail "running job $j lost over reconfigure"
 done
@@ -153,10 +153,10 @@ sed 's/^  "switches": \[$/&\n    {"name": "spare1", "level": "spine"},/' \
 	"$work/isle.good.json" >"$cfg"
 scontrol reconfigure || fail "second reconfigure failed"
 for _ in $(seq 1 60); do
-	scontrol show topology 2>/dev/null | grep -q "Status=ok" && break
+	scontrol show topology 2>/dev/null | isle_grep_q "Status=ok" && break
 	sleep 0.5
 done
-scontrol show topology | grep -q "Status=ok" || fail "restored file not reloaded"
+scontrol show topology | isle_grep_q "Status=ok" || fail "restored file not reloaded"
 want="isle: $cfg: \$.switches[0] (spare1): no nodes and no child switches"
 for _ in $(seq 1 60); do
 	grep -qF "$want" "$log" && break

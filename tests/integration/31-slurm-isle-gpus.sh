@@ -71,7 +71,7 @@ line=$(cat "$jobs/$b.out")
 echo "$line"
 [ "$line" = "CVD=$(tr ' ' , <<<"$idx_b") JOB_GPUS=$(tr ' ' , <<<"$idx_b") ISLE_TP=2" ] ||
 	fail "task environment does not follow the grant: $line"
-scontrol show job "$b" | grep -q "AdminComment=isle: tp=2 pp=1 dp=2" || fail "no isle line for $b"
+scontrol show job "$b" | isle_grep_q "AdminComment=isle: tp=2 pp=1 dp=2" || fail "no isle line for $b"
 
 scancel "$a" "$b" "$c"
 echo "PASS"

@@ -51,7 +51,7 @@ j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap "sle
 isle_pt_wait_state "$j" RUNNING 120 || fail "TP=8 job did not start: $(squeue -h -j "$j" -o %r)"
 before=$("$repo/build/bin/islectl" explain "$j") || fail "islectl explain $j before the restart"
 line=$(echo "$before" | head -1)
-echo "$line" | grep -q "^Job $j: isle: tp=8 pp=1 dp=1 " || fail "explain before restart: $line"
+echo "$line" | isle_grep_q "^Job $j: isle: tp=8 pp=1 dp=1 " || fail "explain before restart: $line"
 islands=$(echo "$line" | grep -o 'islands=[^ ]*')
 nodes=$(isle_job_field "$j" NodeList)
 
@@ -80,7 +80,7 @@ isle_ctld_restart || fail "slurmctld did not come back"
 
 [ "$(squeue -h -j "$j" -o %T)" = RUNNING ] || fail "job $j is not running after the restart"
 [ "$(isle_job_field "$j" NodeList)" = "$nodes" ] || fail "job $j nodes changed"
-scontrol -o show job "$j" | grep -q "AdminComment=isle: tp=8 " || fail "AdminComment lost the isle line"
+scontrol -o show job "$j" | isle_grep_q "AdminComment=isle: tp=8 " || fail "AdminComment lost the isle line"
 # The writer may first file the record rebuilt from the AdminComment line,
 # then the one restored from the job state: wait for the latter.
 after=""
@@ -90,9 +90,9 @@ for ((i = 0; i < 120; i++)); do
 	sleep 0.5
 done
 [ -n "$after" ] || fail "islectl explain $j after the restart: no record (not restored from job state)"
-echo "$after" | head -1 | grep -q "^Job $j: isle: tp=8 pp=1 dp=1 .*$islands" ||
+echo "$after" | head -1 | isle_grep_q "^Job $j: isle: tp=8 pp=1 dp=1 .*$islands" ||
 	fail "explain after restart: $(echo "$after" | head -1)"
-echo "$after" | grep -q "^Candidates:" || fail "restored record lacks candidates"
+echo "$after" | isle_grep_q "^Candidates:" || fail "restored record lacks candidates"
 echo "ok: after SIGKILL + restart: $(echo "$after" | head -1)"
 
 scancel "$j"

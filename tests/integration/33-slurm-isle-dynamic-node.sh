@@ -32,7 +32,7 @@ d=$ISLE_CLUSTER_DIR
 log=$d/log/slurmctld.log
 grep -q "isle: loaded .*isle.json: 8 nodes" "$log" || fail "cluster file not loaded"
 t=$(isle_pt_topo nvl2)
-echo "$t" | grep -q "FreeGPUs=0" || fail "nvl2 has free GPUs before n05 exists: $t"
+echo "$t" | isle_grep_q "FreeGPUs=0" || fail "nvl2 has free GPUs before n05 exists: $t"
 
 # A free port for n05's slurmd.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -64,13 +64,13 @@ for n in n02 n03 n04; do
 done
 t=$(isle_pt_topo nvl2)
 echo "$t"
-echo "$t" | grep -q "IslandName=nvl2 .*Nodes=n05 GPUs=[0-9]* FreeGPUs=4" || fail "nvl2 does not list n05 with 4 free GPUs"
+echo "$t" | isle_grep_q "IslandName=nvl2 .*Nodes=n05 GPUs=[0-9]* FreeGPUs=4" || fail "nvl2 does not list n05 with 4 free GPUs"
 
 j=$(sbatch --parsable -N1 --gpus-per-node=4 --isle-tp=4 -o /dev/null --wrap "sleep 600")
 isle_pt_wait_state "$j" RUNNING 120 || fail "TP=4 job did not start: $(squeue -h -j "$j" -o %r)"
 [ "$(isle_job_field "$j" NodeList)" = n05 ] || fail "TP=4 job on $(isle_job_field "$j" NodeList), want n05"
 ac=$(scontrol -o show job "$j" | grep -o 'AdminComment=isle: .*' || true)
-echo "$ac" | grep -q "^AdminComment=isle: tp=4 .*nodes=n05 islands=nvl2" || fail "AdminComment is not isle's decision: $ac"
+echo "$ac" | isle_grep_q "^AdminComment=isle: tp=4 .*nodes=n05 islands=nvl2" || fail "AdminComment is not isle's decision: $ac"
 ac=${ac%% cost=*}
 echo "ok: $ac"
 

@@ -109,9 +109,9 @@ echo "slurmctld with the Slurm $other plugin: exit $rc; its log:"
 echo "$new" | grep -E "isle: |Incompatible|topolog|fatal" | head -12
 [ "$rc" -ne 124 ] || fail "slurmctld kept running with a plugin of another release (no refusal)"
 [ "$rc" -lt 128 ] || fail "slurmctld died of a signal ($rc) loading a plugin of another release"
-echo "$new" | grep -q "isle: .*topology_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*} (libslurm API [0-9]*)" ||
+echo "$new" | isle_grep_q "isle: .*topology_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*} (libslurm API [0-9]*)" ||
 	fail "no isle line naming Slurm $other and Slurm ${ver%.*}"
-echo "$new" | grep -q "Incompatible Slurm plugin .*topology_isle.so version (${other})" ||
+echo "$new" | isle_grep_q "Incompatible Slurm plugin .*topology_isle.so version (${other})" ||
 	fail "Slurm's own refusal line is not there"
 
 # The right plugin again: the controller comes back and places jobs.
@@ -126,7 +126,7 @@ if [ -f "$other_spank" ]; then
 	sb_out=$(sbatch --wrap true 2>&1) && fail "sbatch accepted a job with a spank_isle.so of Slurm $other: $sb_out"
 	echo "sbatch with the Slurm $other spank_isle.so:"
 	echo "$sb_out"
-	echo "$sb_out" | grep -q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
+	echo "$sb_out" | isle_grep_q "isle: .*spank_isle.so was built for Slurm $other (libslurm API [0-9]*) but is loaded by Slurm ${ver%.*}" ||
 		fail "sbatch: no isle line naming both releases"
 	swap_in "$repo/build/slurm/spank_isle.so" spank_isle.so
 	j=$(sbatch --parsable -o /dev/null --wrap true) || fail "sbatch with the right spank_isle.so"

@@ -75,10 +75,10 @@ kill_midway() {
 	left() {
 		local out=""
 		[ -e "$d" ] && out+="run dir; "
-		ip netns list 2>/dev/null | grep -q "^$p-" && out+="namespaces $(ip netns list 2>/dev/null | grep -c "^$p-"); "
-		ls /run/netns 2>/dev/null | grep -q "^$p-" && out+="/run/netns entries; "
+		ip netns list 2>/dev/null | isle_grep_q "^$p-" && out+="namespaces $(ip netns list 2>/dev/null | grep -c "^$p-"); "
+		ls /run/netns 2>/dev/null | isle_grep_q "^$p-" && out+="/run/netns entries; "
 		grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1 && out+="processes naming $d; "
-		find /proc/[0-9]*/fd -maxdepth 1 -lname "$d/*" 2>/dev/null | grep -q . && out+="processes holding files in $d; "
+		find /proc/[0-9]*/fd -maxdepth 1 -lname "$d/*" 2>/dev/null | isle_grep_q . && out+="processes holding files in $d; "
 		echo "$out"
 	}
 	end=$((SECONDS + 90))

@@ -120,7 +120,7 @@ c2=$(isle_fabric_counters | awk '$1 == "leaf1" && $2 == "spine0" { print $5 }')
 [ "${c2:-0}" -lt 100000 ] || fail "leaf1->spine0 carried $c2 bytes of traffic that was not its"
 
 isle_cluster_stop
-ip netns list 2>/dev/null | grep -q "^$p-" && fail "namespaces $p-* left after stop"
+ip netns list 2>/dev/null | isle_grep_q "^$p-" && fail "namespaces $p-* left after stop"
 [ -e "$d" ] && fail "run dir left after stop"
 [ $fails = 0 ] || exit 1
 echo "PASS"

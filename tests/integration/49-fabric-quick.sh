@@ -63,8 +63,8 @@ done
 # Leftovers of every run.
 while read -r d p; do
 	[ -e "$d" ] && fail "run dir $d left behind"
-	ip netns list 2>/dev/null | grep -q "^$p-" && fail "namespaces $p-* left behind"
-	ls /run/netns 2>/dev/null | grep -q "^$p-" && fail "/run/netns/$p-* left behind"
+	ip netns list 2>/dev/null | isle_grep_q "^$p-" && fail "namespaces $p-* left behind"
+	ls /run/netns 2>/dev/null | isle_grep_q "^$p-" && fail "/run/netns/$p-* left behind"
 	if grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1; then
 		fail "processes of $d left behind"
 	fi

@@ -191,7 +191,7 @@ done < <(grep '^TASK ' "$jobs/tp8.out")
 echo "ok: 8 tasks, plans match granted nodes and GPUs"
 
 [ "$(grep -c '^OFF .* plan=unset' "$jobs/tp8.out")" = 8 ] || fail "--isle-shim=off step still got ISLE_PLAN"
-if grep '^OFF ' "$jobs/tp8.out" | grep -qF "$shim"; then fail "--isle-shim=off step still preloads $shim"; fi
+if grep '^OFF ' "$jobs/tp8.out" | isle_grep_q -F "$shim"; then fail "--isle-shim=off step still preloads $shim"; fi
 echo "ok: --isle-shim=off"
 [ "$(grep -c '^CYCLIC .* plan=unset' "$jobs/tp8.out")" = 8 ] || fail "a cyclic step got the (block) plan"
 grep -q "isle: shim off for job $job on .*distribution=cyclic" "$jobs/tp8.err" ||

@@ -53,7 +53,7 @@ for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisl
 	"$plugin_dir/topology_isle.so" "$plugin_dir/spank_isle.so" "$plugin_dir/job_submit_isle.so"; do
 	[ -f "$stage$f" ] || fail "make install did not install $f ($(cd "$stage" && find . -type f | sort | tr '\n' ' '))"
 done
-if find "$stage" -path '*/opt/isle/*' | grep -q .; then
+if find "$stage" -path '*/opt/isle/*' | isle_grep_q .; then
 	fail "make install wrote into isle's own Slurm: $(find "$stage" -path '*/opt/isle/*' | head -3)"
 fi
 echo "ok: installed into $stage"
@@ -153,7 +153,7 @@ echo "ok: one task per node: both tasks with the plan"
 if out=$(sbatch --parsable -N2 --gpus-per-node="$gpus_per_node" --isle-tp=3 -o /dev/null --wrap true 2>&1); then
 	fail "impossible TP accepted as job $out"
 fi
-echo "$out" | grep -q "sbatch: error: isle: --isle-tp=3 .*does not divide the job's $((2 * gpus_per_node)) GPUs" ||
+echo "$out" | isle_grep_q "sbatch: error: isle: --isle-tp=3 .*does not divide the job's $((2 * gpus_per_node)) GPUs" ||
 	fail "impossible TP: no isle reason at submit: $out"
 echo "ok: impossible TP refused at submit: $(echo "$out" | grep -m1 'isle:')"
 
@@ -172,7 +172,7 @@ while read -r nodes idx; do
 	[ -n "$idx" ] || fail "job $j2: no GRES index on $nodes"
 	for node in $(scontrol show hostnames "$nodes"); do
 		nn=$((nn + 1))
-		echo "$granted" | grep -qF " $node GPUs $idx;" ||
+		echo "$granted" | isle_grep_q -F " $node GPUs $idx;" ||
 			fail "job $j2: Slurm granted $node GPUs $idx, explain says: $granted"
 	done
 done < <(isle_job_gres_idx "$j2")

@@ -46,11 +46,11 @@ swap() {
 	cp "$file" "$cfg"
 	scontrol reconfigure || fail "scontrol reconfigure failed ($file)"
 	new_lines() { tail -n +"$((mark + 1))" "$log"; }
-	wait_for 120 sh -c "tail -n +$((mark + 1)) '$log' | grep -q '$pat'" ||
+	wait_for 120 sh -c "tail -n +$((mark + 1)) '$log' | isle_grep_q '$pat'" ||
 		fail "no log line /$pat/ after reconfigure with $file"
 	new_lines | grep 'isle: ' | grep -v 'isle: version' | sed 's/^/     log: /' | head -5
 	# The new controller answers and the running job is still there.
-	wait_for 60 sh -c 'scontrol ping | grep -q UP' || fail "slurmctld is not up after $file"
+	wait_for 60 sh -c 'scontrol ping | isle_grep_q UP' || fail "slurmctld is not up after $file"
 	[ "$(squeue -h -j "$hold" -o %T)" = RUNNING ] || fail "running job $hold lost over reconfigure ($file)"
 }
 
@@ -65,14 +65,14 @@ run_job() {
 # --- corrupt -----------------------------------------------------------------
 head -c 200 "$work/isle.json" >"$work/corrupt.json"
 swap "$work/corrupt.json" "isle: cannot load cluster file $cfg: "
-scontrol show topology | grep -q "Status=fallback" || fail "topology does not report the fallback"
+scontrol show topology | isle_grep_q "Status=fallback" || fail "topology does not report the fallback"
 run_job -N2 --gpus-per-node=4
 echo "ok: corrupt file: fallback, a 2-node job ran on $NL"
 
 # --- fewer nodes than slurm.conf ---------------------------------------------
 swap "$work/few/isle.json" "isle: 1 Slurm node(s) are not in $cfg (first: n04); they get default selection"
 grep -q "isle: loaded $cfg: 3 nodes" <(tail -n 40 "$log") || fail "3-node file not loaded"
-scontrol show topology | grep -q "Status=ok" || fail "3-node file: topology not ok"
+scontrol show topology | isle_grep_q "Status=ok" || fail "3-node file: topology not ok"
 run_job -N1 -w n04 --gpus-per-node=4
 [ "$NL" = n04 ] || fail "job for n04 ran on $NL"
 run_job -N1 --gpus-per-node=4 -x n04
@@ -84,7 +84,7 @@ echo "ok: fewer nodes: n04 by default selection, isle placed on $NL"
 # --- more nodes than slurm.conf ----------------------------------------------
 swap "$work/more/isle.json" "isle: 2 node(s) of $cfg are not Slurm nodes (first: n05); isle places no job on them"
 grep -q "isle: loaded $cfg: 6 nodes" <(tail -n 40 "$log") || fail "6-node file not loaded"
-scontrol show topology | grep -q "Status=ok" || fail "6-node file: topology not ok"
+scontrol show topology | isle_grep_q "Status=ok" || fail "6-node file: topology not ok"
 run_job -N3 --gpus-per-node=4 -x n01
 ac=$(scontrol -o show job "$J" | grep -o 'AdminComment=isle: tp=.*' || true)
 [[ $ac == *" nodes=n[02-04] "* ]] || fail "3-node job: not isle's decision on n[02-04]: $ac"
@@ -92,7 +92,7 @@ echo "ok: more nodes: isle placed a 3-node job on $NL"
 
 # --- the original file -------------------------------------------------------
 swap "$work/isle.json" "isle: loaded $cfg: 4 nodes"
-scontrol show topology | grep -q "Status=ok" || fail "original file: topology not ok"
+scontrol show topology | isle_grep_q "Status=ok" || fail "original file: topology not ok"
 run_job -N1 --gpus-per-node=4
 ac=$(scontrol -o show job "$hold" | grep -o 'AdminComment=isle: tp=[^ ]*' || true)
 [ "$ac" = "$hold_ac" ] || fail "holder's decision changed over 4 reconfigures: '$hold_ac' -> '$ac'"

@@ -39,7 +39,7 @@ grep -q 'AdminComment=isle: tp=8 pp=2' "$log.txt" || fail "no isle decision for 
 grep -q '^Topology=isle ' "$log.txt" || fail "no scontrol show topology output"
 png=$(sed -n 's/^picture: //p' "$log.txt")
 [ -n "$png" ] && [ -s "$png" ] || fail "no picture at '$png'"
-file "$png" | grep -q 'PNG image' || fail "$png is not a PNG"
+file "$png" | isle_grep_q 'PNG image' || fail "$png is not a PNG"
 
 # "flat (--isle-shim=off)  T  THIN  INSIDE  ERR" and "isle shim  T  THIN ..."
 read -r flat_thin flat_err < <(awk '/^  flat \(--isle-shim=off\)/ { print $(NF-2), $NF }' "$log.txt")

@@ -97,7 +97,7 @@ echo "ok   $n of 8 ranks with their frames, e.g.: $(grep -m1 -E '^fabric-bench: 
 # Nothing of the run left.
 while read -r d p; do
 	[ -e "$d" ] && fail "run dir $d left behind"
-	ip netns list 2>/dev/null | grep -q "^$p-" && fail "namespaces $p-* left behind"
+	ip netns list 2>/dev/null | isle_grep_q "^$p-" && fail "namespaces $p-* left behind"
 	grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1 && fail "processes of $d left behind"
 done < <(sed -n 's/^fabric-bench: run dir \([^ ]*\) prefix \([^ ]*\) .*/\1 \2/p' "$log")
 

@@ -31,7 +31,7 @@ isle_pt_setup
 [ -x "$repo/build/bin/islectl" ] || { echo "SKIP: build/bin/islectl not built (make)"; exit 77; }
 
 ctld_up() {
-	timeout 30 scontrol ping 2>/dev/null | grep -q "is UP" &&
+	timeout 30 scontrol ping 2>/dev/null | isle_grep_q "is UP" &&
 		timeout 30 squeue -h >/dev/null 2>&1
 }
 
@@ -75,7 +75,7 @@ j=$("$work/isle_submit" -N 2 --tres-per-node gres/gpu:4 \
 isle_wait_job "$j" 120 >/dev/null || fail "job $j did not run under default selection"
 ac=$(isle_job_field "$j" AdminComment)
 echo "tp=65536: $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
-scontrol show job "$j" | grep -q "AdminComment=isle: default selection: job option ISLE_TP refused: invalid --isle-tp '65536': expected an integer from 1 to 1024" ||
+scontrol show job "$j" | isle_grep_q "AdminComment=isle: default selection: job option ISLE_TP refused: invalid --isle-tp '65536': expected an integer from 1 to 1024" ||
 	fail "AdminComment of $j does not give the reason: $ac"
 grep -q "isle: JobId=$j: default selection: job option ISLE_TP refused" "$log" ||
 	fail "refusal of job $j not logged"
@@ -89,20 +89,20 @@ for case in "SPANK_ISLE_TP=8|exceeds the site limit max_tp=4" \
 	j=$("$work/isle_submit" -N 2 --tres-per-node gres/gpu:4 --spank "$env") ||
 		fail "job with $env refused at submit"
 	isle_wait_job "$j" 120 >/dev/null || fail "job $j ($env) did not run"
-	scontrol show job "$j" | grep -q "AdminComment=isle: default selection: .*$want" ||
+	scontrol show job "$j" | isle_grep_q "AdminComment=isle: default selection: .*$want" ||
 		fail "job $j ($env): $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
 done
 
 j=$("$work/isle_submit" -N 2 --tres-per-node gres/gpu:4 --spank SPANK_ISLE_TP=4 \
 	--spank SPANK_ISLE_MODE=required) || fail "job within the policy refused"
 isle_wait_job "$j" 120 >/dev/null || fail "job $j within the policy did not run"
-scontrol show job "$j" | grep -q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
+scontrol show job "$j" | isle_grep_q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
 	fail "job $j within the policy not placed by isle: $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
 
 # sbatch's own job environment (every option, span "core") reads back.
 j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=4 -o /dev/null --wrap true) || fail "sbatch --isle-tp=4"
 isle_wait_job "$j" 120 >/dev/null || fail "sbatch job $j did not run"
-scontrol show job "$j" | grep -q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
+scontrol show job "$j" | isle_grep_q "AdminComment=isle: tp=4 pp=1 dp=2 " ||
 	fail "sbatch job $j not placed by isle: $(scontrol show job "$j" | grep -o 'AdminComment=.*')"
 
 # --- 3. decision records -----------------------------------------------------
@@ -118,10 +118,10 @@ a=$(sbatch --parsable --array=1-4 -N1 --gpus-per-node=2 --isle-tp=2 -o /dev/null
 tasks=""
 for _ in $(seq 240); do
 	tasks=$(printf '%s\n' $tasks $(scontrol -o show job "$a" 2>/dev/null | grep -o '^JobId=[0-9]*' | cut -d= -f2) | sort -un)
-	squeue -h -r -j "$a" 2>/dev/null | grep -q . || break
+	squeue -h -r -j "$a" 2>/dev/null | isle_grep_q . || break
 	sleep 0.5
 done
-squeue -h -r -j "$a" 2>/dev/null | grep -q . && fail "array $a did not finish"
+squeue -h -r -j "$a" 2>/dev/null | isle_grep_q . && fail "array $a did not finish"
 [ "$(echo "$tasks" | wc -w)" = 4 ] || fail "array $a: tasks '$tasks'"
 for t in $tasks; do
 	wait_for 60 test -f "$recdir/job_$t.json" || fail "no record of array task job $t"
@@ -129,7 +129,7 @@ for t in $tasks; do
 done
 # MinJobAge=5: Slurm purges finished jobs on its next purge pass (about a
 # minute), and the writer drops their records.
-wait_for 300 bash -c "! scontrol show job 2>/dev/null | grep -q JobId=" || fail "jobs never purged"
+wait_for 300 bash -c "! scontrol show job 2>/dev/null | isle_grep_q JobId=" || fail "jobs never purged"
 no_records() { [ -z "$(find "$recdir" -name 'job_*.json')" ]; }
 wait_for 60 no_records || fail "records left after every job was purged: $(ls "$recdir")"
 
@@ -150,7 +150,7 @@ if out=$(timeout 60 "$repo/build/bin/islectl" validate "$work/cyclic.json" 2>&1)
 	fail "islectl validate accepted the cyclic file: $out"
 fi
 echo "validate: $out"
-echo "$out" | grep -q "switch links form a cycle.*leaf1 -> spine1 -> leaf1" || fail "validate does not name the cycle: $out"
+echo "$out" | isle_grep_q "switch links form a cycle.*leaf1 -> spine1 -> leaf1" || fail "validate does not name the cycle: $out"
 
 cp "$work/cyclic.json" "$ISLE_CLUSTER_DIR/etc/isle.json"
 timeout 60 scontrol reconfigure || fail "scontrol reconfigure failed"
@@ -158,7 +158,7 @@ wait_for 120 grep -q "isle: cannot load cluster file .*switch links form a cycle
 	fail "controller did not log the refused file"
 grep "isle: cannot load cluster file" "$log" | tail -1
 wait_for 60 ctld_up || fail "controller does not answer after the cyclic file"
-scontrol show topology | grep -q "Status=fallback" || fail "topology does not report the fallback"
+scontrol show topology | isle_grep_q "Status=fallback" || fail "topology does not report the fallback"
 j=$(sbatch --parsable -N2 --gpus-per-node=4 -o /dev/null --wrap true) || fail "sbatch failed"
 isle_wait_job "$j" 120 >/dev/null || fail "job $j did not run after the cyclic file"
 ctld_up || fail "controller down at the end"

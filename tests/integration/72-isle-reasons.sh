@@ -53,7 +53,7 @@ expect_refused() {
 		fail "accepted ($out): $*"
 	fi
 	echo "refused: $* -> $out"
-	echo "$out" | grep -q -- "$want" || fail "no reason '$want' in: $out"
+	echo "$out" | isle_grep_q -- "$want" || fail "no reason '$want' in: $out"
 }
 div="does not divide the job's"
 big="the largest has 16 GPUs"
@@ -107,9 +107,9 @@ for j in "${jobs[@]}"; do
 		[ -n "$idx" ] || fail "job $j: no GRES index on $nodes in scontrol -d"
 		for node in $(scontrol show hostnames "$nodes"); do
 			nn=$((nn + 1))
-			echo "$granted" | grep -qF " $node GPUs $idx;" ||
+			echo "$granted" | isle_grep_q -F " $node GPUs $idx;" ||
 				fail "job $j: Slurm granted $node GPUs $idx, explain says: $granted"
-			echo "$placement" | grep -qF " $node GPUs $idx;" ||
+			echo "$placement" | isle_grep_q -F " $node GPUs $idx;" ||
 				fail "job $j: Slurm granted $node GPUs $idx, the recorded placement says: $placement"
 		done
 	done < <(isle_job_gres_idx "$j")
@@ -140,10 +140,10 @@ good=$ISLE_CLUSTER_DIR/etc/isle.json
 cp "$good" "$work/good.json"
 echo '{"version": 1, "name": "broken", "nodes": [' >"$good"
 timeout 60 scontrol reconfigure || fail "scontrol reconfigure (broken file)"
-wait_for 120 bash -c "scontrol show topology 2>/dev/null | grep -q Status=fallback" ||
+wait_for 120 bash -c "scontrol show topology 2>/dev/null | isle_grep_q Status=fallback" ||
 	fail "no fallback after the broken file"
 # The scheduler has looked at the job in fallback once its AdminComment says so.
-wait_for 180 bash -c "scontrol show job $req | grep -q 'AdminComment=isle: waiting: fallback (cannot load the cluster file: '" ||
+wait_for 180 bash -c "scontrol show job $req | isle_grep_q 'AdminComment=isle: waiting: fallback (cannot load the cluster file: '" ||
 	fail "required job $req in fallback: $(ac "$req")"
 [ "$(state "$req")" = PENDING ] || fail "required job $req left pending in fallback: $(state "$req") on $(isle_job_field "$req" NodeList)"
 grep -q "isle: JobId=$req: waiting: fallback" "$log" || fail "fallback wait of $req not logged"
@@ -151,19 +151,19 @@ grep -q "isle: JobId=$req: waiting: fallback" "$log" || fail "fallback wait of $
 # A preferred job runs under default selection and says so.
 p=$(sbatch --parsable -N1 --gpus-per-node=4 --isle-tp=4 -o /dev/null --wrap true) || fail "preferred job in fallback"
 isle_wait_job "$p" 120 >/dev/null || fail "preferred job $p did not run in fallback"
-scontrol show job "$p" | grep -q "AdminComment=isle: fallback (cannot load the cluster file: .*): Slurm's default selection" ||
+scontrol show job "$p" | isle_grep_q "AdminComment=isle: fallback (cannot load the cluster file: .*): Slurm's default selection" ||
 	fail "preferred job $p: $(ac "$p")"
 [ "$(state "$req")" = PENDING ] || fail "required job $req started in fallback"
 
 cp "$work/good.json" "$good"
 timeout 60 scontrol reconfigure || fail "scontrol reconfigure (good file)"
-wait_for 120 bash -c "scontrol show topology 2>/dev/null | grep -q Status=ok" || fail "good file not reloaded"
+wait_for 120 bash -c "scontrol show topology 2>/dev/null | isle_grep_q Status=ok" || fail "good file not reloaded"
 # Free n01: nvl1 now holds two free nodes.
 scancel "${blk[0]}"
 wait_for 180 bash -c "[ \"\$(squeue -h -j $req -o %T)\" = RUNNING ]" || fail "required job $req did not start: $(ac "$req")"
 doms=$(isle_pt_job_nodes "$req" | while read -r n; do awk -v n="$n" '$1 == n { print $2 }' "$work/domains"; done | sort -u)
 [ "$(echo "$doms" | wc -l)" = 1 ] || fail "required job $req spans islands: $doms"
-scontrol show job "$req" | grep -q "AdminComment=isle: tp=8 pp=1 dp=1 nodes=n\[01,04\] islands=nvl1 .*tp_in_island=1/1" ||
+scontrol show job "$req" | isle_grep_q "AdminComment=isle: tp=8 pp=1 dp=1 nodes=n\[01,04\] islands=nvl1 .*tp_in_island=1/1" ||
 	fail "required job $req: $(ac "$req")"
 scancel "$req" "${blk[@]}"
 echo "PASS"
