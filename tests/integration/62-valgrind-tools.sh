@@ -1,5 +1,5 @@
 #!/bin/bash
-# 57-valgrind-tools: the CLI tools leak nothing and touch no memory they do
+# 62-valgrind-tools: the CLI tools leak nothing and touch no memory they do
 # not own. Typical runs of islectl (build from an ibnetdiscover dump,
 # validate good and broken files, show, every emit, dot), isle-agent
 # (discover from hwloc XML, fabric, plan write) and islesim (a small job
