@@ -18,6 +18,15 @@ SHIM=$PWD/$B/lib/libisle_preload.so
 
 command -v mpirun >/dev/null || { echo "skip: mpirun not installed"; exit 77; }
 [ -x "$CHECK" ] && [ -f "$SHIM" ] || { echo "skip: $CHECK or $SHIM not built"; exit 77; }
+# make test SANITIZE=1 ($B/.build-flags): the sanitized shim ($B/asan/lib)
+# behind the ASan runtime, which must be the first library loaded.
+PRELOAD=$SHIM san=()
+if grep -qx SANITIZE=1 "$B/.build-flags" 2>/dev/null; then
+	[ -f "$B/asan/lib/libisle_preload.so" ] || { echo "FAIL: no $B/asan/lib/libisle_preload.so (make SANITIZE=1)"; exit 1; }
+	PRELOAD=$(gcc -print-file-name=libasan.so):$PWD/$B/asan/lib/libisle_preload.so
+	san=(-x LSAN_OPTIONS="${LSAN_OPTIONS:-}")
+	echo "shim under ASan: $PRELOAD"
+fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
@@ -59,8 +68,8 @@ run() {
 	shift
 	while [ "$1" != -- ]; do env+=(-x "$1"); shift; done
 	shift
-	timeout 170 mpirun -np "$np" -x LD_PRELOAD="$SHIM" -x ISLE_COMM_TIMEOUT_S=30 \
-		"${env[@]}" "$CHECK" "$@" >"$T/out" 2>&1
+	timeout 170 mpirun -np "$np" -x LD_PRELOAD="$PRELOAD" -x ISLE_COMM_TIMEOUT_S=30 \
+		"${san[@]}" "${env[@]}" "$CHECK" "$@" >"$T/out" 2>&1
 }
 
 expect_pass() { # what NP ENV... -- ARGS
