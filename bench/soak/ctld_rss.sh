@@ -105,8 +105,13 @@ while [ $submitted -lt "$jobs" ] || [ "$(queued)" -gt 0 ]; do
 		else
 			spec=(-N2 --gpus-per-node=2)
 		fi
-		sbatch --parsable --array=0-$((n - 1)) "${spec[@]}" -t 1 \
-			-o /dev/null --wrap true >/dev/null || fail "sbatch"
+		# A loaded controller may time out one submission: retry.
+		for try in 1 2 3 4 5 6; do
+			sbatch --parsable --array=0-$((n - 1)) "${spec[@]}" -t 1 \
+				-o /dev/null --wrap true >/dev/null && break
+			[ "$try" -lt 6 ] || fail "sbatch"
+			sleep 5
+		done
 		submitted=$((submitted + n)) arrays=$((arrays + 1))
 	fi
 	done_n=$((submitted - $(queued)))
