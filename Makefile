@@ -28,6 +28,11 @@
 #                        srun, mpirun'd programs) where a late ASan runtime
 #                        aborts ("ASan runtime does not come first").
 #                        Leak reports of third-party libraries: tests/lsan.supp.
+#                        The integration tests run what is in build/, so
+#                          make test SANITIZE=1
+#                        builds there (switching SANITIZE recompiles) and runs
+#                        the unit tests and the integration tests of the CLI
+#                        tools and the shim's MPI path (SANITIZE_INTEG).
 #
 # Two stages. Stage 1 (every goal, this file without ISLE_DEPS_DONE) runs
 # scripts/deps.sh and then re-invokes make with ISLE_DEPS_DONE=1 on the
@@ -193,6 +198,7 @@ include comm_shim/module.mk
 include slurm_plugin/module.mk
 include bench/fabric/module.mk
 include bench/load/module.mk
+include bench/soak/module.mk
 include tests/module.mk
 include tests/fuzz/module.mk
 
@@ -217,9 +223,38 @@ $(NOSAN_TARGETS): nosan-build
 	@mkdir -p $(dir $@)
 	@cmp -s $(@:$(B)/%=$(B)/nosan/%) $@ || cp -fv $(@:$(B)/%=$(B)/nosan/%) $@
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:fast_unwind_on_malloc=0
+# The shim sanitized too, for a launcher that takes LD_PRELOAD with the
+# ASan runtime first (mpirun -x LD_PRELOAD=libasan.so:...:
+# tests/integration/40-comm-mpi-local.sh); its backend sits beside it.
+ifeq ($(HAVE_MPI),1)
+ASAN_SHIM := $(B)/asan/lib/libisle_preload.so $(B)/asan/lib/libisle_mpi_ompi.so
+all: $(ASAN_SHIM)
+$(B)/asan/lib/libisle_preload.so: $(B)/comm_shim/preload.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_preload.so \
+		-Wl,--version-script=comm_shim/libisle_preload.map -o $@ $^ -ldl
+$(B)/asan/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_ompi.so \
+		-Wl,--version-script=comm_shim/libisle_mpi.map -o $@ $^ $(COMM_LDLIBS)
+endif
+# `make test SANITIZE=1`: the unit tests, then the integration tests that
+# run the CLI tools (islectl, isle-agent, islesim) and the shim's MPI path;
+# INTEG_TESTS=... on the command line picks others.
+SANITIZE_INTEG := 10 20 21 35 40 41 42 43 44 51
+ifneq ($(origin INTEG_TESTS),command line)
+INTEG_TESTS := $(filter $(foreach n,$(SANITIZE_INTEG),tests/integration/$(n)-%),$(INTEG_TESTS))
+endif
 endif
 
-$(B)/%.o: %.c | $(DEPS_OK)
+# The SANITIZE setting the objects were compiled with: switching it in one
+# build dir recompiles them instead of linking sanitized and plain objects.
+BUILD_FLAGS_STAMP := $(B)/.build-flags
+$(BUILD_FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo 'SANITIZE=$(SANITIZE)' | cmp -s - $@ || echo 'SANITIZE=$(SANITIZE)' >$@
+
+$(B)/%.o: %.c $(BUILD_FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 

@@ -20,6 +20,7 @@
 #include <cuda/functional>
 
 #include <errno.h>
+#include <float.h>
 #include <stdint.h>
 
 extern "C" {
@@ -189,11 +190,12 @@ __global__ void half_dec(const H *src, float *dst, size_t n)
 
 /*
  * One thread block per codec block, as the CPU reference computes it:
- * m = max|v|, scale = m / 127, q = rne(v * (127 / m)) clamped to +-127, an
- * all-zero block scale 0. A block holding inf or NaN uses m = max finite
- * |v|, 126 steps, stores -scale and the codes 127 / -127 / -128 for +inf /
- * -inf / NaN (isle_comm.h). The maxima are taken over the magnitude bits
- * (an order-preserving integer), so NaN is not lost as fmaxf would lose it.
+ * m = max|v|, scale = m / 127, q = rne(v * (127 / m)) clamped to +-127; a
+ * block with m below 127 / FLT_MAX (0 included) is zeros with scale 0. A
+ * block holding inf or NaN uses m = max finite |v|, 126 steps, stores -scale
+ * and the codes 127 / -127 / -128 for +inf / -inf / NaN (isle_comm.h). The
+ * maxima are taken over the magnitude bits (an order-preserving integer), so
+ * NaN is not lost as fmaxf would lose it.
  */
 __global__ void int8_enc(const float *src, float *res, float *scales,
 			 int8_t *q, size_t n, uint32_t block)
@@ -224,8 +226,18 @@ __global__ void int8_enc(const float *src, float *res, float *scales,
 	bool bad = s_max >= 0x7f800000u;
 	float steps = bad ? 126.0f : 127.0f;
 	float mx = __uint_as_float(bad ? s_fin : s_max);
-	float inv = mx == 0.0f ? 0.0f : __fdiv_rn(steps, mx);
-	float scale = __fdiv_rn(mx, steps);
+	float inv = __fdiv_rn(steps, mx);
+	/*
+	 * The CPU's tiny-block rule (int8_tiny): a max below steps / FLT_MAX,
+	 * 0 included, has no float step (inv overflows, and 0 * inf is NaN).
+	 * Its finite values encode as 0; the block's scale is 0, or the
+	 * negated m / 126 of a block with inf/NaN.
+	 */
+	bool tiny = !(inv <= FLT_MAX);
+	float scale = tiny && !bad ? 0.0f : __fdiv_rn(mx, steps);
+
+	if (tiny)
+		inv = 0.0f;
 
 	if (threadIdx.x == 0)
 		scales[b] = bad ? -scale : scale;

@@ -66,6 +66,8 @@ PACKAGES=(
 	dataset-fashion-mnist
 	# make fuzz: clang with libFuzzer and the sanitizer runtimes
 	clang libclang-rt-14-dev
+	# tests/integration/62-valgrind-tools.sh: leak checks of the CLI tools
+	valgrind
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev

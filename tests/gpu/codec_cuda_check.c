@@ -6,10 +6,12 @@
  * data, decoded values, accumulated values and residuals (two rounds, so the
  * residual is fed back once). Inputs include ties and zeros, which exercise
  * top-k's index-order tie rule, and NaN/inf (a few, or everywhere: top-k's
- * marked chunk). Decoded values compare NaN as equal to any NaN (the GPU
- * returns its canonical NaN from arithmetic). Prints one line per case and a
- * summary; exits 1 on any mismatch, 77 without a GPU. Needs a GPU.
+ * marked chunk), and int8 blocks too small for a float step. Decoded values
+ * compare NaN as equal to any NaN (the GPU returns its canonical NaN from
+ * arithmetic). Prints one line per case and a summary; exits 1 on any mismatch,
+ * 77 without a GPU. Needs a GPU.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,10 +32,36 @@
 		}                                                              \
 	} while (0)
 
-enum input { IN_SMOOTH, IN_TIES, IN_SPARSE, IN_NONFINITE, IN_ALL_NAN };
+enum input { IN_SMOOTH, IN_TIES, IN_SPARSE, IN_NONFINITE, IN_TINY, IN_ALL_NAN };
 
-static const char *input_name[] = {"smooth", "ties", "sparse", "nonfin",
-				   "allnan"};
+static const char *input_name[] = {"smooth", "ties", "sparse",
+				   "nonfin", "tiny", "allnan"};
+
+/*
+ * int8's tiny-block rule: each run of 256 values (whole int8 blocks) is tiny
+ * normals, denormals, tiny values led by one within an ulp of 127 / FLT_MAX
+ * (either side of the rule), or tiny values with inf and NaN (126 steps).
+ */
+static float tiny_value(size_t i, float u)
+{
+	const float bound = 127.0f / FLT_MAX;
+	size_t run = i / 256, j = i % 256;
+
+	switch (run % 4) {
+	case 0:
+		return u * 1e-37f;
+	case 1:
+		return u * 1e-42f;
+	case 2:
+		if (j == 0)
+			return run % 3 == 0   ? bound
+			       : run % 3 == 1 ? nextafterf(bound, 0.0f)
+					      : -nextafterf(bound, 1.0f);
+		return u * 1e-37f;
+	default:
+		return j == 3 ? INFINITY : j == 5 ? NAN : u * 1e-37f;
+	}
+}
 
 static void fill(float *x, size_t n, enum input kind, unsigned seed)
 {
@@ -57,6 +85,9 @@ static void fill(float *x, size_t n, enum input kind, unsigned seed)
 					: u * 8.0f;
 			break;
 		}
+		case IN_TINY:
+			x[i] = tiny_value(i, u);
+			break;
 		case IN_ALL_NAN:
 			x[i] = i % 5 ? NAN : INFINITY;
 			break;

@@ -2,7 +2,8 @@
 # run-gpu-check.sh - the comm_shim GPU check, in one short run on a machine
 # with an NVIDIA GPU (e.g. through the device `run` tool):
 #   1. build the CUDA codecs, libisle_nccl.so and the two check programs;
-#   2. codec_cuda_check: GPU codecs bit-identical to the CPU reference;
+#   2. codec_cuda_check: GPU codecs bit-identical to the CPU reference (NaN/inf
+#      and int8's tiny-block rule included);
 #   3. nccl_smoke under LD_PRELOAD=libisle_preload.so (-> libisle_nccl.so) with the hierarchical
 #      path forced, once per codec.
 # Writes its log to ${OUT:-build/gpu-check}/gpu-check.log.

@@ -15,6 +15,15 @@ set -u
 # shellcheck source=comm_shim/testlib.sh
 source "$(dirname "$0")/../../comm_shim/testlib.sh"
 isle_comm_local_setup comm
+# make test SANITIZE=1 ($B/.build-flags): the sanitized shim ($B/asan/lib)
+# behind the ASan runtime, which must be the first library loaded.
+PRELOAD=$SHIM san=()
+if grep -qx SANITIZE=1 "$B/.build-flags" 2>/dev/null; then
+	[ -f "$B/asan/lib/libisle_preload.so" ] || { echo "FAIL: no $B/asan/lib/libisle_preload.so (make SANITIZE=1)"; exit 1; }
+	PRELOAD=$(gcc -print-file-name=libasan.so):$PWD/$B/asan/lib/libisle_preload.so
+	san=(-x LSAN_OPTIONS="${LSAN_OPTIONS:-}")
+	echo "shim under ASan: $PRELOAD"
+fi
 fails=0
 
 # plan NAME "N:leaf N:leaf ..." CODEC1 CODEC2: ranks per node (one island
@@ -50,8 +59,8 @@ run() {
 	shift
 	while [ "$1" != -- ]; do env+=(-x "$1"); shift; done
 	shift
-	timeout 170 mpirun -np "$np" -x LD_PRELOAD="$SHIM" -x ISLE_COMM_TIMEOUT_S=30 \
-		"${env[@]}" "$CHECK" "$@" >"$T/out" 2>&1
+	timeout 170 mpirun -np "$np" -x LD_PRELOAD="$PRELOAD" -x ISLE_COMM_TIMEOUT_S=30 \
+		"${san[@]}" "${env[@]}" "$CHECK" "$@" >"$T/out" 2>&1
 }
 
 expect_pass() { # what NP ENV... -- ARGS
