@@ -7,6 +7,10 @@
  * All of them work in place on buf. Shard q of a level is isle__shard(n,
  * nshards, q); ranks at or above nshards own an empty shard. Every rank ends
  * with bit-identical data: compressed shards are decoded by their owner too.
+ *
+ * One file of about 800 lines: the hierarchy (and its segment pipeline) is
+ * built from the level algorithms above it and shares their chunk, residual
+ * and scratch helpers.
  */
 #include <errno.h>
 #include <limits.h>

@@ -1,6 +1,10 @@
 /*
  * islesim - replays a job stream against a cluster under several placement
  * policies and reports per-policy metrics (see usage()).
+ *
+ * The command line only: option parsing, the run modes and the report
+ * writers, about 800 lines that share one struct cfg. The simulation is in
+ * sim.c, the network model in netsim.c.
  */
 #include <errno.h>
 #include <getopt.h>

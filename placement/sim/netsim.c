@@ -14,6 +14,8 @@
  * is solved once per job, with the same filling, on per-GPU ports.
  *
  * The model reads only the fabric and the flows, never the engine's cost.
+ * Routing, the filling and the per-job step time share the link table, so
+ * they stay one file of about 800 lines.
  */
 #include <errno.h>
 #include <math.h>
