@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "agent_priv.h"
 #include "isle_proto.h"
 #include "isle_topo.h"
 
@@ -41,10 +42,6 @@
 #define ISLE_PLAN_CODEC_LEN (ISLE_CODEC_SPEC_MAX + 1)
 
 /* --- plan_util.c -------------------------------------------------------- */
-
-/* snprintf into err when err is not NULL. */
-void isle__plan_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /*
  * Parses a list of GPU indices ("0-3,6", "0,1,2,3") into a bit mask.

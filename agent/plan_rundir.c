@@ -58,36 +58,37 @@ int isle__rundir_open_root(const char *root, char *err, size_t errlen)
 
 	rc = mkdir_parents(root);
 	if (rc) {
-		isle__plan_errf(err, errlen, "run dir %s: cannot create: %s",
-				root, strerror(-rc));
-		return rc;
+		return isle__agent_err(rc, err, errlen,
+				       "run dir %s: cannot create: %s", root,
+				       strerror(-rc));
 	}
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		/* O_NOFOLLOW|O_DIRECTORY on a symlink: ELOOP or ENOTDIR. */
-		isle__plan_errf(err, errlen, "run dir %s: %s", root,
-				is_symlink(root) ? "is a symlink"
-						 : strerror(-rc));
-		return rc;
+		return isle__agent_err(rc, err, errlen, "run dir %s: %s", root,
+				       is_symlink(root) ? "is a symlink"
+							: strerror(-rc));
 	}
 	if (fstat(fd, &st)) {
 		rc = -errno;
 		goto fail;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-		isle__plan_errf(err, errlen,
-				"run dir %s: must be owned by uid %u and not "
-				"writable by group or others (is uid %u, mode "
-				"%04o)",
-				root, (unsigned)geteuid(), (unsigned)st.st_uid,
-				(unsigned)(st.st_mode & 07777));
+		(void)isle__agent_err(
+		    0, err, errlen,
+		    "run dir %s: must be owned by uid %u and not "
+		    "writable by group or others (is uid %u, mode "
+		    "%04o)",
+		    root, (unsigned)geteuid(), (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -EPERM;
 	}
 	return fd;
 fail:
-	isle__plan_errf(err, errlen, "run dir %s: %s", root, strerror(-rc));
+	(void)isle__agent_err(0, err, errlen, "run dir %s: %s", root,
+			      strerror(-rc));
 	close(fd);
 	return rc;
 }
@@ -105,10 +106,9 @@ int isle__rundir_check_id(const char *id, char *err, size_t errlen)
 			goto bad;
 	return 0;
 bad:
-	isle__plan_errf(err, errlen,
-			"job id '%s': expected 1-64 of [A-Za-z0-9_.-]",
-			id ? id : "");
-	return -EINVAL;
+	return isle__agent_err(-EINVAL, err, errlen,
+			       "job id '%s': expected 1-64 of [A-Za-z0-9_.-]",
+			       id ? id : "");
 }
 
 /* Where the walk is: one (dev, ino) per directory from the top down. */
@@ -281,9 +281,9 @@ int isle__rundir_remove(int rootfd, const char *id, char *err, size_t errlen)
 	if (!rc)
 		return 0;
 fail:
-	isle__plan_errf(err, errlen, "cannot remove run dir of job %s: %s", id,
-			strerror(-rc));
-	return rc;
+	return isle__agent_err(rc, err, errlen,
+			       "cannot remove run dir of job %s: %s", id,
+			       strerror(-rc));
 }
 
 static int write_all(int fd, const char *data, size_t len)
@@ -361,8 +361,8 @@ int isle__rundir_write(int rootfd, const char *id, gid_t gid,
 	close(dfd);
 	return 0;
 fail:
-	isle__plan_errf(err, errlen, "run dir of job %s: %s: %s", id, what,
-			strerror(-rc));
+	(void)isle__agent_err(0, err, errlen, "run dir of job %s: %s: %s", id,
+			      what, strerror(-rc));
 	if (dfd >= 0)
 		close(dfd);
 	isle__rundir_remove(rootfd, id, NULL, 0);

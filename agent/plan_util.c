@@ -7,17 +7,6 @@
 
 #include "plan.h"
 
-void isle__plan_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Parses an unsigned decimal of at most 9 digits at *p. */
 static int parse_num(const char **p, long *v)
 {
@@ -56,19 +45,19 @@ int isle__index_list_parse(const char *s, uint64_t *mask, char *err,
 				goto bad;
 		}
 		if (hi >= ISLE_MAX_GPUS_PER_NODE) {
-			isle__plan_errf(err, errlen,
-					"GPU list '%s': index %ld out of range "
-					"(max %d)",
-					s, hi, ISLE_MAX_GPUS_PER_NODE - 1);
-			return -ERANGE;
+			return isle__agent_err(
+			    -ERANGE, err, errlen,
+			    "GPU list '%s': index %ld out of range "
+			    "(max %d)",
+			    s, hi, ISLE_MAX_GPUS_PER_NODE - 1);
 		}
 		for (long i = lo; i <= hi; i++) {
 			if (m & (1ULL << i)) {
-				isle__plan_errf(err, errlen,
-						"GPU list '%s': index %ld "
-						"repeated",
-						s, i);
-				return -EINVAL;
+				return isle__agent_err(
+				    -EINVAL, err, errlen,
+				    "GPU list '%s': index %ld "
+				    "repeated",
+				    s, i);
 			}
 			m |= 1ULL << i;
 		}
@@ -80,7 +69,7 @@ int isle__index_list_parse(const char *s, uint64_t *mask, char *err,
 	*mask = m;
 	return 0;
 bad:
-	isle__plan_errf(err, errlen, "GPU list '%s': expected N, N-M, ...",
-			s ? s : "");
-	return -EINVAL;
+	return isle__agent_err(-EINVAL, err, errlen,
+			       "GPU list '%s': expected N, N-M, ...",
+			       s ? s : "");
 }

@@ -275,7 +275,7 @@ static int load_plan(struct isle_comm *c, MPI_Comm comm, int p, char *err,
 		PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
 		if (c->plan->nranks != wsize)
 			return isle__comm_errf(
-			    err, errlen, -EINVAL,
+			    -EINVAL, err, errlen,
 			    "%s: $.ranks: plan has %d ranks, "
 			    "MPI_COMM_WORLD has %d",
 			    c->cfg.plan_path, c->plan->nranks, wsize);
@@ -350,7 +350,7 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 	if (PMPI_Allreduce(mine, min, 4, MPI_UINT64_T, MPI_MIN, comm) !=
 	    MPI_SUCCESS)
 		return rc ? rc
-			  : isle__comm_errf(err, errlen, -EIO,
+			  : isle__comm_errf(-EIO, err, errlen,
 					    "isle_comm_create: plan check "
 					    "failed");
 	if (rc || !min[2])
@@ -520,7 +520,7 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 
 	*out = NULL;
 	if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS)
-		return isle__comm_errf(err, errlen, -EINVAL,
+		return isle__comm_errf(-EINVAL, err, errlen,
 				       "isle_comm_create: bad communicator");
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -545,11 +545,11 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 		worst = rc ? rc : -EIO;
 	if (worst) {
 		if (rc)
-			isle__comm_errf(err, errlen, rc, "%s",
+			isle__comm_errf(rc, err, errlen, "%s",
 					lerr[0] ? lerr
 						: isle_comm_strerror(rc));
 		else
-			isle__comm_errf(err, errlen, worst,
+			isle__comm_errf(worst, err, errlen,
 					"isle_comm_create failed on another "
 					"rank: %s",
 					isle_comm_strerror(worst));
@@ -558,13 +558,13 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 	}
 	if ((rc = chan_init(c, comm, &g, &c->sync)) ||
 	    (rc = chan_init(c, comm, &g, &c->async))) {
-		isle__comm_errf(err, errlen, rc, "isle_comm_create: %s",
+		isle__comm_errf(rc, err, errlen, "isle_comm_create: %s",
 				isle_comm_strerror(rc));
 		goto out;
 	}
 	if (c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
 	    (rc = calibrate(c))) {
-		isle__comm_errf(err, errlen, rc,
+		isle__comm_errf(rc, err, errlen,
 				"isle_comm_create: crossover probe: %s",
 				isle_comm_strerror(rc));
 		goto out;

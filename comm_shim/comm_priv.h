@@ -13,7 +13,7 @@
 #define ISLE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Writes one line into err (may be NULL); always returns rc. */
-int isle__comm_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+int isle__comm_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Environment helpers: return 0 and leave *out alone when unset. */

@@ -11,7 +11,7 @@
 
 #include "comm_priv.h"
 
-int isle__comm_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+int isle__comm_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -39,7 +39,7 @@ static int env_level(struct isle_plan_level *l, const char *name,
 	    (rc = isle__env_double(lat_env, &l->lat_us, err, errlen)))
 		return rc;
 	if (!(l->bw_gbps > 0))
-		return isle__comm_errf(err, errlen, -EINVAL, "%s: must be > 0",
+		return isle__comm_errf(-EINVAL, err, errlen, "%s: must be > 0",
 				       bw_env);
 	return isle_codec_parse("none", &l->codec, NULL, 0);
 }
@@ -52,7 +52,7 @@ int isle_plan_from_hosts(const char *const *hosts, int nranks,
 
 	*out = NULL;
 	if (nranks < 1)
-		return isle__comm_errf(err, errlen, -EINVAL,
+		return isle__comm_errf(-EINVAL, err, errlen,
 				       "isle_plan_from_hosts: no ranks");
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -100,7 +100,7 @@ int isle_plan_from_hosts(const char *const *hosts, int nranks,
 	rc = 0;
 out:
 	if (rc == -ENOMEM)
-		isle__comm_errf(err, errlen, rc,
+		isle__comm_errf(rc, err, errlen,
 				"isle_plan_from_hosts: out "
 				"of memory");
 	isle_plan_destroy(p);

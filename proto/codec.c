@@ -13,7 +13,7 @@
 
 #include "proto_priv.h"
 
-int isle__proto_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+int isle__proto_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -43,7 +43,7 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 	int kind = -1;
 
 	if (!spec || strlen(spec) >= sizeof(buf))
-		return errf(err, errlen, -EINVAL, "bad codec spec '%s'",
+		return errf(-EINVAL, err, errlen, "bad codec spec '%s'",
 			    spec ? spec : "(null)");
 	strcpy(buf, spec);
 	flag = strchr(buf, ',');
@@ -56,7 +56,7 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		if (!strcasecmp(buf, kind_names[k]))
 			kind = k;
 	if (kind < 0)
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "unknown codec '%s' (none, fp16, bf16, "
 			    "int8[:BLOCK], topk:RATIO)",
 			    spec);
@@ -70,7 +70,7 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		unsigned long b = strtoul(param, &end, 10);
 
 		if (!*param || *end || b < 8 || b > 65536 || b % 8)
-			return errf(err, errlen, -EINVAL,
+			return errf(-EINVAL, err, errlen,
 				    "codec '%s': block must be a "
 				    "multiple of 8 in 8..65536",
 				    spec);
@@ -79,13 +79,13 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		double r = param ? strtod(param, &end) : 0;
 
 		if (!param || !*param || *end || !(r > 0 && r <= 1))
-			return errf(err, errlen, -EINVAL,
+			return errf(-EINVAL, err, errlen,
 				    "codec '%s': topk needs a ratio "
 				    "in (0, 1], e.g. topk:0.01",
 				    spec);
 		c->ratio = r;
 	} else if (param) {
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "codec '%s': %s takes no parameter", spec,
 			    kind_names[kind]);
 	}
@@ -96,7 +96,7 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		else if (!strcasecmp(flag, "noef"))
 			c->error_feedback = 0;
 		else
-			return errf(err, errlen, -EINVAL,
+			return errf(-EINVAL, err, errlen,
 				    "codec '%s': flag must be ef or "
 				    "noef",
 				    spec);

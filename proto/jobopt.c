@@ -91,7 +91,7 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 	int rc = -EINVAL;
 
 	if (opt <= 0 || opt >= ISLE_OPT_COUNT)
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "invalid isle option %d '%s': expected a known "
 			    "option",
 			    opt, val ? val : "");
@@ -121,7 +121,7 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 		break;
 	}
 	if (rc)
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "invalid --%s '%s': expected %s", opts[opt].name,
 			    val ? val : "", opts[opt].expect);
 	o->set |= 1u << opt;

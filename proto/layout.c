@@ -95,16 +95,16 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 	/* json_object_from_file does not tell a missing file from bad
 	 * JSON. */
 	if (!(f = fopen(path, "r")))
-		return errf(err, errlen, -errno, "%s: %s", path,
+		return errf(-errno, err, errlen, "%s: %s", path,
 			    strerror(errno));
 	fclose(f);
 	o = json_object_from_file(path);
 	if (!o)
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "%s: not a valid decision record (not JSON)", path);
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		return errf(err, errlen, -EINVAL,
+		return errf(-EINVAL, err, errlen,
 			    "%s: not a valid decision record ($: "
 			    "expected an object)",
 			    path);
@@ -113,7 +113,7 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 		if (!json_object_object_get_ex(o, required[i].key, &v) ||
 		    !json_object_is_type(v, required[i].type)) {
 			json_object_put(o);
-			return errf(err, errlen, -EINVAL,
+			return errf(-EINVAL, err, errlen,
 				    "%s: not a valid decision record ($.%s: "
 				    "missing or not %s)",
 				    path, required[i].key,

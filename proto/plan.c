@@ -178,7 +178,7 @@ struct jctx {
 };
 
 #define JERR(cx, rc, fmt, ...)                                                 \
-	errf((cx)->err, (cx)->errlen, (rc), "%s: " fmt, (cx)->file,            \
+	errf((rc), (cx)->err, (cx)->errlen, "%s: " fmt, (cx)->file,            \
 	     ##__VA_ARGS__)
 
 /* Looks up key; *v is NULL when absent. Wrong type is an error. */
@@ -392,11 +392,11 @@ int isle_plan_parse(const char *json, size_t len, const char *name,
 
 	*out = NULL;
 	if (len > INT32_MAX)
-		return errf(err, errlen, -EINVAL, "%s: too large", cx.file);
+		return errf(-EINVAL, err, errlen, "%s: too large", cx.file);
 	tok = json_tokener_new();
 	p = calloc(1, sizeof(*p));
 	if (!tok || !p) {
-		rc = errf(err, errlen, -ENOMEM, "%s: out of memory", cx.file);
+		rc = errf(-ENOMEM, err, errlen, "%s: out of memory", cx.file);
 		goto out;
 	}
 	root = json_tokener_parse_ex(tok, json, (int)len);
@@ -408,12 +408,12 @@ int isle_plan_parse(const char *json, size_t len, const char *name,
 		for (size_t i = 0; i < len && i < (size_t)tok->char_offset; i++)
 			line += json[i] == '\n';
 		if (root && e == json_tokener_success)
-			rc = errf(err, errlen, -EINVAL,
+			rc = errf(-EINVAL, err, errlen,
 				  "%s:%d: trailing data after the "
 				  "JSON object",
 				  cx.file, line);
 		else
-			rc = errf(err, errlen, -EINVAL,
+			rc = errf(-EINVAL, err, errlen,
 				  "%s:%d: invalid JSON: %s", cx.file, line,
 				  e == json_tokener_continue
 				      ? "unexpected end of file"
@@ -426,7 +426,7 @@ int isle_plan_parse(const char *json, size_t len, const char *name,
 	}
 	rc = parse_root(&cx, root, p);
 	if (rc == -ENOMEM)
-		errf(err, errlen, rc, "%s: out of memory", cx.file);
+		errf(rc, err, errlen, "%s: out of memory", cx.file);
 	if (rc)
 		goto out;
 	*out = p;
@@ -452,7 +452,7 @@ int isle_plan_read(const char *path, struct isle_plan **out, char *err,
 	f = fopen(path, "r");
 	if (!f) {
 		rc = -errno;
-		return errf(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		return errf(rc, err, errlen, "%s: %s", path, strerror(-rc));
 	}
 	do {
 		if (len + 4096 > cap) {
@@ -460,7 +460,7 @@ int isle_plan_read(const char *path, struct isle_plan **out, char *err,
 
 			cap = cap ? cap * 2 : 65536;
 			if (cap > (64u << 20)) {
-				rc = errf(err, errlen, -EINVAL,
+				rc = errf(-EINVAL, err, errlen,
 					  "%s: larger than 64 MiB", path);
 				goto out;
 			}
@@ -474,7 +474,7 @@ int isle_plan_read(const char *path, struct isle_plan **out, char *err,
 		len += got;
 	} while (got > 0);
 	if (ferror(f)) {
-		rc = errf(err, errlen, -EIO, "%s: read error", path);
+		rc = errf(-EIO, err, errlen, "%s: read error", path);
 		goto out;
 	}
 	rc = isle_plan_parse(buf, len, path, out, err, errlen);

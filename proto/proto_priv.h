@@ -10,7 +10,7 @@
 #include "isle_proto.h"
 
 /* vsnprintf into err (when not NULL); returns rc. */
-int isle__proto_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+int isle__proto_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define errf isle__proto_errf
 
