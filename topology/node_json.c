@@ -402,40 +402,14 @@ int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
 	return rc;
 }
 
-static char *read_file(const char *path, char *err, size_t errlen, int *rc)
-{
-	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	long n;
-
-	if (!fp) {
-		*rc = -errno;
-		isle__err(*rc, err, errlen, "%s: %s", path, strerror(-*rc));
-		return NULL;
-	}
-	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 &&
-	    fseek(fp, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-		len = fread(buf, 1, (size_t)n, fp);
-		buf[len] = '\0';
-	}
-	if (!buf || ferror(fp)) {
-		*rc = isle__err(-EIO, err, errlen, "%s: cannot read", path);
-		free(buf);
-		buf = NULL;
-	}
-	fclose(fp);
-	return buf;
-}
-
 int isle_topo_merge_node_json(isle_topo *t, const char *path, char *err,
 			      size_t errlen)
 {
 	char *buf;
-	int rc = 0;
+	int rc;
 
-	buf = read_file(path, err, errlen, &rc);
-	if (!buf)
+	rc = isle__read_file(path, &buf, err, errlen);
+	if (rc < 0)
 		return rc;
 	rc = isle_topo_merge_node_json_buf(t, buf, path, err, errlen);
 	free(buf);
@@ -492,10 +466,11 @@ int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
 		goto out;
 	}
 	for (i = 0; i < npaths; i++) {
-		char *buf = read_file(paths[i], err, errlen, &rc);
+		char *buf;
 		int node;
 
-		if (!buf)
+		rc = isle__read_file(paths[i], &buf, err, errlen);
+		if (rc < 0)
 			goto out;
 		node = isle_topo_merge_node_json_buf(t, buf, paths[i], err,
 						     errlen);
