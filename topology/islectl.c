@@ -81,8 +81,7 @@ static char *node_list(const isle_topo *t, const int *idx, int n)
 	return s;
 }
 
-/* --- validate --------------------------------------------------------------
- */
+/* --- validate ------------------------------------------------------------- */
 
 static int cmd_validate(int argc, char **argv)
 {
@@ -106,8 +105,7 @@ static int cmd_validate(int argc, char **argv)
 	return 0;
 }
 
-/* --- show ------------------------------------------------------------------
- */
+/* --- show ----------------------------------------------------------------- */
 
 struct show {
 	const isle_topo *t;
@@ -280,8 +278,7 @@ out:
 	return rc;
 }
 
-/* --- emit ------------------------------------------------------------------
- */
+/* --- emit ----------------------------------------------------------------- */
 
 static int cmd_emit(int argc, char **argv)
 {
@@ -408,8 +405,7 @@ usage:
 	return ISLECTL_EXIT_USAGE;
 }
 
-/* --- build -----------------------------------------------------------------
- */
+/* --- build ---------------------------------------------------------------- */
 
 static int json_name(const struct dirent *d)
 {
@@ -663,8 +659,7 @@ usage:
 	return ISLECTL_EXIT_USAGE;
 }
 
-/* --- dispatch --------------------------------------------------------------
- */
+/* --- dispatch ------------------------------------------------------------- */
 
 static int cmd_help(int argc, char **argv);
 

@@ -416,8 +416,7 @@ int isle_topo_merge_node_json(isle_topo *t, const char *path, char *err,
 	return rc;
 }
 
-/* --- Multi-node NVLink domains ---------------------------------------------
- */
+/* --- Multi-node NVLink domains -------------------------------------------- */
 
 struct domain_member {
 	char key[96]; /* "<cluster uuid>/<clique>" */
