@@ -24,7 +24,10 @@
 #     isle-shim            the same with the shim (default codec policy)
 #   --seeds    N seeds (default 3) from --first-seed (default 1), the same
 #              trace per seed in every config
-#   --jobs     jobs per trace (default 8), --steps steps per job (default 6)
+#   --jobs     jobs per trace (default 8; the first three: two 1-node jobs
+#              pinned one per leaf, then a job wider than a leaf, so that
+#              a leaf-blind placement splits a TP group across the spine),
+#              --steps steps per job (default 6)
 #   --scale    fabric scale: cable rates and message sizes (default 0.0005)
 #   --quick    one shape and, unless given, 3 jobs, 3 steps, configs
 #              tree,isle, one seed: the correctness run of
@@ -134,13 +137,22 @@ trap '[ "${FABRIC_BENCH_KEEP:-0}" = 1 ] || rm -rf "$work"' EXIT
 say() { echo "fabric-bench: $*" >&2; }
 
 # --- trace -------------------------------------------------------------------
-# One line per job: "kind model nodes gpus tp pp". nodes 0 = one node with
-# --gpus=gpus. TP is one NVLink island: 2 x GPUs per node where NVLink
+# One line per job: "kind model nodes gpus tp pp pin". nodes 0 = one node with
+# --gpus=gpus; pin "-" or the node it asks for (-w). TP is one NVLink island: 2 x GPUs per node where NVLink
 # reaches across nodes (placement decides whether a group stays in one
 # domain), else the island size inside a node (NVLink pairs: TP=2, and a
 # 2-GPU job's GPUs decide whether its group is split).
-make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus leaf_nodes
-	local seed=$1 g=$2 mn=$3 isz=$4 wide=$(($5 + 2)) i r tpn
+#
+# The first three jobs (not with --quick) set up a spine crossing that
+# splits TP groups under a leaf-blind placement: two 1-node jobs pinned to
+# the first node of the first two leafs, then one job two nodes wider than
+# a leaf. With one node busy under each leaf, every leaf has an odd count
+# of free nodes; topology/tree fills the emptiest leaf first (7 of 8 on
+# gb200-16) and takes the rest (3) from the next, so one 2-node TP group
+# straddles the leafs. Without the pins it took a whole free leaf and an
+# even count from the other, and no group crossed the spine.
+make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus leaf_nodes pin0 pin1
+	local seed=$1 g=$2 mn=$3 isz=$4 wide=$(($5 + 2)) pins=("$6" "$7") i r tpn
 	RANDOM=$seed
 	tpn=$isz
 	[ "$mn" = 1 ] && tpn=$((2 * g))
@@ -149,19 +161,19 @@ make_trace() { # seed gpus_per_node multinode_nvlink(0|1) island_gpus leaf_nodes
 		if [ $quick = 1 ]; then
 			# Fixed mix: two 2-node training jobs, one 1-node inference.
 			r=$((i < 2 ? 0 : 8))
-		elif [ $i = $((njobs / 2)) ]; then
-			# One job mid-trace two nodes wider than a leaf: it
-			# crosses the spine, and a placement blind to NVLink
-			# domains can split its TP groups there.
+		elif [ $i -lt 2 ] && [ "${pins[i]}" != - ]; then
+			r=P
+		elif [ $i = 2 ]; then
 			r=W
 		fi
 		case $r in
-		W) echo "train 7b $wide $g $tpn 1" ;;
-		0 | 1 | 2) echo "train 7b 2 $g $tpn 1" ;;
-		3 | 4) echo "train 70b 4 $g $tpn 2" ;;
-		5) echo "infer 70b 2 $g $tpn 1" ;;
-		6 | 7) echo "infer 7b 0 $((g / 2 > 0 ? g / 2 : 1)) $((g / 2 > 0 ? g / 2 : 1)) 1" ;;
-		*) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1" ;;
+		P) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1 ${pins[i]}" ;;
+		W) echo "train 7b $wide $g $tpn 1 -" ;;
+		0 | 1 | 2) echo "train 7b 2 $g $tpn 1 -" ;;
+		3 | 4) echo "train 70b 4 $g $tpn 2 -" ;;
+		5) echo "infer 70b 2 $g $tpn 1 -" ;;
+		6 | 7) echo "infer 7b 0 $((g / 2 > 0 ? g / 2 : 1)) $((g / 2 > 0 ? g / 2 : 1)) 1 -" ;;
+		*) echo "infer 7b 0 $g $((mn == 1 ? g : isz)) 1 -" ;;
 		esac
 	done
 }
@@ -261,13 +273,23 @@ run_one() {
 	local isz lnodes
 	isz=$(awk '$1 == "gpus" { n = 0; for (i = 3; i <= NF; i++) if ($i == $3) n++; print n; exit }' "$plan")
 	# Nodes under the largest leaf switch: up from each node's switch.
-	lnodes=$(awk '$1 == "switch" { lvl[$2] = $3 } $1 == "node" { par[$2] = $4 }
+	# Nodes under the largest leaf switch, and the first node (plan order)
+	# under each of the first two leafs ("-" when there is one leaf):
+	# up from each node's switch.
+	local pins
+	read -r lnodes pins <<<"$(awk '$1 == "switch" { lvl[$2] = $3 } $1 == "node" { par[$2] = $4; ord[++nn] = $2 }
 		$1 == "cable" && ($2 in lvl) { up[$2] = $3 }
-		END { for (n in par) { s = par[n]; k = 0
+		END { np = 0
+		      for (i = 1; i <= nn; i++) { n = ord[i]; s = par[n]; k = 0
 			while (s != "" && lvl[s] != "leaf" && k++ < 8) s = up[s]
-			if (s != "") c[s]++ }
-		      m = 0; for (s in c) if (c[s] > m) m = c[s]; print m }' "$plan")
-	make_trace "$seed" "$g" "$mn" "$isz" "$lnodes" >"$rw/trace"
+			if (s == "") continue
+			if (!(s in c) && np < 2) pin[++np] = n
+			c[s]++ }
+		      m = 0; for (s in c) if (c[s] > m) m = c[s]
+		      if (np < 2) pin[1] = pin[2] = "-"
+		      print m, pin[1], pin[2] }' "$plan")"
+	# shellcheck disable=SC2086 # two words
+	make_trace "$seed" "$g" "$mn" "$isz" "$lnodes" $pins >"$rw/trace"
 
 	local c0 c1
 	read -r -a c0 <<<"$(cpu_sample)"
@@ -338,11 +360,12 @@ exit \$rc
 EOF
 	chmod +x "$rw/job.sh"
 	local kind model nodes gpus tp pp ids=() id args tol
-	while read -r kind model nodes gpus tp pp; do
+	while read -r kind model nodes gpus tp pp pin; do
 		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
 		args=(-o "$d/jobs/%j.out" -e "$d/jobs/%j.out" -J "$kind-$model" -t "${FABRIC_JOB_TIME_MIN:-$((5 + steps / 2))}")
 		if [ "$nodes" = 0 ]; then
 			args+=(-N1 -n "$gpus" "--gpus=$gpus")
+			[ "$pin" = - ] || args+=(-w "$pin")
 		else
 			args+=(-N "$nodes" "--ntasks-per-node=$gpus" "--gpus-per-node=$gpus")
 			case $config in
