@@ -46,11 +46,11 @@ swap() {
 	cp "$file" "$cfg"
 	scontrol reconfigure || fail "scontrol reconfigure failed ($file)"
 	new_lines() { tail -n +"$((mark + 1))" "$log"; }
-	wait_for 120 sh -c "tail -n +$((mark + 1)) '$log' | isle_grep_q '$pat'" ||
+	wait_for 120 sh -c "tail -n +$((mark + 1)) '$log' | grep -q '$pat'" ||
 		fail "no log line /$pat/ after reconfigure with $file"
 	new_lines | grep 'isle: ' | grep -v 'isle: version' | sed 's/^/     log: /' | head -5
 	# The new controller answers and the running job is still there.
-	wait_for 60 sh -c 'scontrol ping | isle_grep_q UP' || fail "slurmctld is not up after $file"
+	wait_for 60 sh -c 'scontrol ping | grep -q UP' || fail "slurmctld is not up after $file"
 	[ "$(squeue -h -j "$hold" -o %T)" = RUNNING ] || fail "running job $hold lost over reconfigure ($file)"
 }
 
