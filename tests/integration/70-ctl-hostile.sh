@@ -129,7 +129,7 @@ for t in $tasks; do
 done
 # MinJobAge=5: Slurm purges finished jobs on its next purge pass (about a
 # minute), and the writer drops their records.
-wait_for 300 bash -c "! scontrol show job 2>/dev/null | isle_grep_q JobId=" || fail "jobs never purged"
+wait_for 300 bash -c "! scontrol show job 2>/dev/null | grep -q JobId=" || fail "jobs never purged"
 no_records() { [ -z "$(find "$recdir" -name 'job_*.json')" ]; }
 wait_for 60 no_records || fail "records left after every job was purged: $(ls "$recdir")"
 

@@ -140,10 +140,10 @@ good=$ISLE_CLUSTER_DIR/etc/isle.json
 cp "$good" "$work/good.json"
 echo '{"version": 1, "name": "broken", "nodes": [' >"$good"
 timeout 60 scontrol reconfigure || fail "scontrol reconfigure (broken file)"
-wait_for 120 bash -c "scontrol show topology 2>/dev/null | isle_grep_q Status=fallback" ||
+wait_for 120 bash -c "scontrol show topology 2>/dev/null | grep -q Status=fallback" ||
 	fail "no fallback after the broken file"
 # The scheduler has looked at the job in fallback once its AdminComment says so.
-wait_for 180 bash -c "scontrol show job $req | isle_grep_q 'AdminComment=isle: waiting: fallback (cannot load the cluster file: '" ||
+wait_for 180 bash -c "scontrol show job $req | grep -q 'AdminComment=isle: waiting: fallback (cannot load the cluster file: '" ||
 	fail "required job $req in fallback: $(ac "$req")"
 [ "$(state "$req")" = PENDING ] || fail "required job $req left pending in fallback: $(state "$req") on $(isle_job_field "$req" NodeList)"
 grep -q "isle: JobId=$req: waiting: fallback" "$log" || fail "fallback wait of $req not logged"
@@ -157,7 +157,7 @@ scontrol show job "$p" | isle_grep_q "AdminComment=isle: fallback (cannot load t
 
 cp "$work/good.json" "$good"
 timeout 60 scontrol reconfigure || fail "scontrol reconfigure (good file)"
-wait_for 120 bash -c "scontrol show topology 2>/dev/null | isle_grep_q Status=ok" || fail "good file not reloaded"
+wait_for 120 bash -c "scontrol show topology 2>/dev/null | grep -q Status=ok" || fail "good file not reloaded"
 # Free n01: nvl1 now holds two free nodes.
 scancel "${blk[0]}"
 wait_for 180 bash -c "[ \"\$(squeue -h -j $req -o %T)\" = RUNNING ]" || fail "required job $req did not start: $(ac "$req")"
