@@ -229,14 +229,17 @@ export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:fast_unwind_on_mal
 ifeq ($(HAVE_MPI),1)
 ASAN_SHIM := $(B)/asan/lib/libisle_preload.so $(B)/asan/lib/libisle_mpi_ompi.so
 all: $(ASAN_SHIM)
-$(B)/asan/lib/libisle_preload.so: $(B)/comm_shim/preload.o
+# The same objects as build/lib's (comm_shim/module.mk), without the
+# libc-only check, which the ASan runtime fails by design.
+$(B)/asan/lib/libisle_preload.so: $(B)/comm_shim/preload.o $(B)/proto/plan_scan.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_preload.so \
 		-Wl,--version-script=comm_shim/libisle_preload.map -o $@ $^ -ldl
-$(B)/asan/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS)
+$(B)/asan/lib/libisle_mpi_ompi.so: $(COMM_MPI_OBJS) $(COMM_OBJS) $(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libisle_mpi_ompi.so \
-		-Wl,--version-script=comm_shim/libisle_mpi.map -o $@ $^ $(COMM_LDLIBS)
+		-Wl,--version-script=comm_shim/libisle_mpi.map -Wl,--no-undefined \
+		-o $@ $^ $(COMM_LDLIBS)
 endif
 # `make test SANITIZE=1`: the unit tests, then the integration tests that
 # run the CLI tools (islectl, isle-agent, islesim) and the shim's MPI path;
