@@ -424,9 +424,9 @@ static void describe(struct isle_comm *c)
  * Above the probes the model decides (bandwidth terms, which it gets right).
  */
 #define CAL_MIN (4u << 10)
-#define CAL_MAX (4u << 20)
+#define CAL_MAX (1u << 20)
 #define CAL_REPS 3
-#define CAL_N 6 /* 4 KiB .. 4 MiB, x4 */
+#define CAL_N 5 /* 4 KiB .. 1 MiB, x4 */
 
 static int cmp_dbl(const void *a, const void *b)
 {
