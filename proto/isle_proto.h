@@ -247,6 +247,10 @@ struct isle_job_opts {
 /* The row of option id, NULL for ids out of range. */
 ISLE_PROTO_API const struct isle_job_opt_desc *isle_job_opt_desc(int opt);
 
+/* A count as options and plugstack settings write it: a whole decimal
+ * number from 1 to max, nothing after it. 0 or -EINVAL (out untouched). */
+ISLE_PROTO_API int isle_count_parse(const char *val, int max, int *out);
+
 /* Validates one value as the user wrote it and stores it in o. Case is
  * ignored. -EINVAL with err "invalid --isle-tp '0': expected ...". */
 ISLE_PROTO_API int isle_job_opt_parse(struct isle_job_opts *o, int opt,

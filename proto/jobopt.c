@@ -55,7 +55,7 @@ const struct isle_job_opt_desc *isle_job_opt_desc(int opt)
 	return (opt > 0 && opt < ISLE_OPT_COUNT) ? &opts[opt] : NULL;
 }
 
-static int parse_count(const char *val, int max, int *out)
+int isle_count_parse(const char *val, int max, int *out)
 {
 	char *end;
 	long n;
@@ -97,10 +97,10 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 			    opt, val ? val : "");
 	switch (opt) {
 	case ISLE_OPT_TP:
-		rc = parse_count(val, ISLE_JOB_MAX_TP, &o->tp);
+		rc = isle_count_parse(val, ISLE_JOB_MAX_TP, &o->tp);
 		break;
 	case ISLE_OPT_PP:
-		rc = parse_count(val, ISLE_JOB_MAX_PP, &o->pp);
+		rc = isle_count_parse(val, ISLE_JOB_MAX_PP, &o->pp);
 		break;
 	case ISLE_OPT_MODE:
 		rc = parse_word(val, modes, 2, &o->mode);

@@ -24,21 +24,6 @@ _Static_assert((int)ISLE_JOB_SPAN_ISLAND == (int)ISLE_TIER_ISLAND &&
 		   (int)ISLE_JOB_SPAN_CORE == (int)ISLE_TIER_CORE,
 	       "isle_job_span and isle_tier differ");
 
-static int _parse_count(const char *val, int max, int *out)
-{
-	char *end;
-	long n;
-
-	if (!val || !*val)
-		return -EINVAL;
-	errno = 0;
-	n = strtol(val, &end, 10);
-	if (errno || *end || n < 1 || n > max)
-		return -EINVAL;
-	*out = (int)n;
-	return 0;
-}
-
 void isle__spank_policy_init(struct isle__spank_policy *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -106,7 +91,7 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			rc = _parse_codec_list(val, &p->allowed_codecs);
 			expect = "a comma list of none, fp16, bf16, int8, topk";
 		} else if (KEY("max_tp")) {
-			rc = _parse_count(val, ISLE_JOB_MAX_TP, &p->max_tp);
+			rc = isle_count_parse(val, ISLE_JOB_MAX_TP, &p->max_tp);
 			expect = isle_job_opt_desc(ISLE_OPT_TP)->expect;
 		} else if (KEY("shim")) {
 			rc = (val[0] == '/' &&
@@ -129,7 +114,7 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 				strcpy(dst, val);
 			expect = "an absolute path";
 		} else if (KEY("agent_timeout")) {
-			rc = _parse_count(val, 3600, &p->agent_timeout_s);
+			rc = isle_count_parse(val, 3600, &p->agent_timeout_s);
 			expect = "seconds from 1 to 3600";
 		} else if (KEY("codec_policy")) {
 			rc = (*val && strlen(val) < sizeof(p->codec_policy))
