@@ -7,6 +7,9 @@
 #       both are there; exports Open MPI's settings for one host as root
 #       (shared memory only, oversubscribed); makes the scratch dir T
 #       (/tmp/isle-TAG-*), removed at exit unless KEEP is set.
+#   isle_comm_srun_require     for the tests that run the shim under srun
+#       (tests/cluster/cluster.sh sourced first): sets CHECK and SHIM, exits
+#       77 unless both are built and Slurm has PMIx (mpi_pmix.so).
 
 isle_comm_local_setup() {
 	cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -20,4 +23,17 @@ isle_comm_local_setup() {
 	export OMPI_MCA_btl_vader_single_copy_mechanism=none
 	T=$(mktemp -d "/tmp/isle-$1-XXXXXX")
 	trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+}
+
+isle_comm_srun_require() {
+	local repo
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	CHECK=$repo/build/tests/comm_mpi_check
+	SHIM=$repo/build/lib/libisle_preload.so
+	if [ ! -x "$CHECK" ] || [ ! -f "$SHIM" ]; then
+		echo "SKIP: $CHECK or $SHIM not built"
+		exit 77
+	fi
+	[ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] ||
+		{ echo "SKIP: Slurm built without PMIx (no mpi_pmix.so)"; exit 77; }
 }

@@ -26,15 +26,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 source "$repo/tests/cluster/cluster.sh"
 isle_cluster_require
-
-CHECK=$repo/build/tests/comm_mpi_check
-SHIM=$repo/build/lib/libisle_preload.so
-if [ ! -x "$CHECK" ] || [ ! -f "$SHIM" ]; then
-	echo "SKIP: $CHECK or $SHIM not built"
-	exit 77
-fi
-[ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] ||
-	{ echo "SKIP: Slurm built without PMIx (no mpi_pmix.so)"; exit 77; }
+# shellcheck source=comm_shim/testlib.sh
+source "$repo/comm_shim/testlib.sh"
+isle_comm_srun_require
 
 fails=0
 fail() {

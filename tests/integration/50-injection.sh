@@ -108,16 +108,7 @@ nodes=$(isle_job_field "$job" NodeList)
 # The job's group (its tasks run with it): GroupId=name(gid).
 job_gid=$(isle_job_field "$job" GroupId | sed -n 's/.*(\([0-9]*\))$/\1/p')
 [ -n "$job_gid" ] || fail "no GroupId for job $job"
-mapfile -t granted < <(scontrol -d show job "$job" | awk '
-	/^[[:space:]]+Nodes=/ {
-		node = ""; idx = ""
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^Nodes=/) node = substr($i, 7)
-			if ($i ~ /^GRES=/ && match($i, /IDX:[0-9,-]+/))
-				idx = substr($i, RSTART + 4, RLENGTH - 4)
-		}
-		if (node != "") print node, idx
-	}')
+mapfile -t granted < <(isle_job_gres_idx "$job")
 echo "job $job on $nodes; GRES: ${granted[*]}"
 [ "${#granted[@]}" -ge 1 ] || fail "no per-node GRES for job $job"
 
