@@ -32,6 +32,7 @@ struct isle_comm_req {
 	size_t count;
 	isle_dtype dtype;
 	uint64_t key;
+	size_t pass_max; /* the crossover when posted: the same on every rank */
 	void (*done_cb)(void *arg, int rc);
 	void *arg;
 	struct isle__async *a;
@@ -91,9 +92,9 @@ static void finish(struct isle__async *a, struct isle_comm_req *r, int rc)
 
 /* In-place sum of buf on the helper's channel, by the chosen algorithm. */
 static int reduce(struct isle_comm *c, void *buf, size_t count, isle_dtype dt,
-		  uint64_t key)
+		  uint64_t key, size_t pass_max)
 {
-	isle_algo algo = isle__choose(c, count, dt);
+	isle_algo algo = isle__choose_pm(c, count, dt, pass_max);
 	MPI_Request mr;
 	int peer = -1;
 
@@ -112,7 +113,7 @@ static int run_one(struct isle_comm *c, struct isle_comm_req *r)
 
 	if (r->sendbuf && r->sendbuf != r->recvbuf)
 		memcpy(r->recvbuf, r->sendbuf, r->count * es);
-	return reduce(c, r->recvbuf, r->count, r->dtype, r->key);
+	return reduce(c, r->recvbuf, r->count, r->dtype, r->key, r->pass_max);
 }
 
 /* Reduce reqs[0..n) (same dtype, all fusible) as one buffer. */
@@ -138,7 +139,7 @@ static int run_fused(struct isle_comm *c, struct isle_comm_req **reqs, int n)
 		       r->count * es);
 		o += r->count * es;
 	}
-	rc = reduce(c, buf, total, reqs[0]->dtype, key);
+	rc = reduce(c, buf, total, reqs[0]->dtype, key, reqs[0]->pass_max);
 	o = 0;
 	for (int i = 0; !rc && i < n; i++) {
 		memcpy(reqs[i]->recvbuf, buf + o, reqs[i]->count * es);
@@ -167,6 +168,7 @@ static void run_batch(struct isle__async *a, struct isle_comm_req *list, int n)
 		}
 		while (n > 0 && k < (int)ISLE_ARRAY_SIZE(batch) &&
 		       fusible(c, list) && list->dtype == r->dtype &&
+		       list->pass_max == r->pass_max &&
 		       bytes + req_bytes(list) <= c->cfg.fusion_bytes) {
 			bytes += req_bytes(list);
 			batch[k++] = list;
@@ -323,6 +325,7 @@ int isle__async_post(struct isle_comm *c, const void *sendbuf, void *recvbuf,
 	    .count = count,
 	    .dtype = dtype,
 	    .key = key,
+	    .pass_max = c->pass_max,
 	    .done_cb = done_cb,
 	    .arg = arg,
 	    .a = a,

@@ -422,11 +422,17 @@ static void describe(struct isle_comm *c)
  * one MPI_MAX allreduce of all the times gives every rank the same numbers,
  * so all set the same pass_max: the largest probe size the library won.
  * Above the probes the model decides (bandwidth terms, which it gets right).
+ *
+ * It runs at the communicator's first blocking allreduce of CAL_MIN to
+ * CAL_MAX bytes, not at set-up: a collective call has the same count on
+ * every rank, so all enter it together, and a communicator that never
+ * carries such sizes (a job's world with its small reductions, a 64 MiB
+ * gradient) never pays its traffic.
  */
 #define CAL_MIN (4u << 10)
-#define CAL_MAX (1u << 20)
+#define CAL_MAX (4u << 20)
 #define CAL_REPS 3
-#define CAL_N 5 /* 4 KiB .. 1 MiB, x4 */
+#define CAL_N 6 /* 4 KiB .. 4 MiB, x4 */
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -562,13 +568,8 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 				isle_comm_strerror(rc));
 		goto out;
 	}
-	if (c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
-	    (rc = calibrate(c))) {
-		isle__comm_errf(rc, err, errlen,
-				"isle_comm_create: crossover probe: %s",
-				isle_comm_strerror(rc));
-		goto out;
-	}
+	c->cal_pending = c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
+			 c->sync.size > 1;
 	describe(c);
 	if (c->cfg.async)
 		isle__async_start(c); /* stays NULL without THREAD_MULTIPLE */
@@ -603,6 +604,12 @@ int isle_comm_describe(const isle_comm *c, char *buf, size_t len)
 isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		       isle_dtype dtype)
 {
+	return isle__choose_pm(c, count, dtype, c->pass_max);
+}
+
+isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
+			  isle_dtype dtype, size_t pass_max)
+{
 	const struct isle__chan *ch = &c->sync;
 	struct isle_algo_level m[ISLE_PLAN_MAX_LEVELS];
 	size_t bytes = count * (dtype == ISLE_DTYPE_F64 ? 8 : 4);
@@ -612,7 +619,7 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		return ISLE_ALGO_PASSTHROUGH;
 	if (c->cfg.algo != ISLE_ALGO_AUTO)
 		return c->cfg.algo;
-	if (bytes <= c->pass_max)
+	if (bytes <= pass_max)
 		return ISLE_ALGO_PASSTHROUGH;
 	/* Job-wide values only, so that every rank picks the same. */
 	for (int l = 0; l < ch->nlev; l++) {
@@ -635,10 +642,25 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 			size_t count, isle_dtype dtype, uint64_t key)
 {
 	size_t es = dtype == ISLE_DTYPE_F64 ? 8 : 4;
-	isle_algo algo = isle__choose(c, count, dtype);
+	isle_algo algo;
 
 	if (count > INT_MAX)
 		return -EOVERFLOW;
+	if (c->cal_pending && count * es >= CAL_MIN && count * es <= CAL_MAX) {
+		int rc;
+
+		c->cal_pending = 0;
+		if ((rc = calibrate(c)))
+			return rc;
+		describe(c);
+		if (c->cfg.verbose && c->sync.rank == 0)
+			fprintf(stderr,
+				"isle_comm: %d ranks: crossover probed at the "
+				"first allreduce of %zu bytes: MPI's own up to "
+				"%zu bytes\n",
+				c->sync.size, count * es, c->pass_max);
+	}
+	algo = isle__choose(c, count, dtype);
 	if (algo == ISLE_ALGO_PASSTHROUGH) {
 		int rc = PMPI_Allreduce(
 		    sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count,

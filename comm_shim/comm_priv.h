@@ -97,6 +97,7 @@ struct isle_comm {
 	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
 	int plans_differ; /* ranks loaded different plans: passthrough */
 	size_t pass_max;  /* auto: calibrated, up to this many bytes pass */
+	int cal_pending;  /* the probe waits for the first mid-size call */
 	char desc[512];
 };
 
@@ -145,6 +146,10 @@ void *isle__scratch(struct isle__chan *ch, int slot, size_t bytes);
 float *isle__residual(struct isle__chan *ch, uint64_t key, int stage, size_t n);
 isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		       isle_dtype dtype);
+/* The same with the crossover as it stood when the call was made (the
+ * helper thread's requests carry theirs). */
+isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
+			  isle_dtype dtype, size_t pass_max);
 
 /* coll.c: in-place sum of buf on channel ch. */
 int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,

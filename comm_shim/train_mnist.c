@@ -12,6 +12,7 @@
  * shuffles them the same way each epoch (seeded); rank r trains on every
  * size-th sample of that order. Rank 0 prints one JSON line:
  *   {"codec": NAME, "seed": S, "ranks": P, "epochs": E, "steps": T,
+ *    "batch": B, "lr": LR, "momentum": M,
  *    "train_loss": L, "test_acc": A, "params_agree": 0|1}
  * train_loss is the mean loss over the last epoch's minibatches; test_acc
  * is over the first --test-n test images; params_agree says whether the
@@ -365,9 +366,11 @@ int main(int argc, char **argv)
 			printf("{\"codec\": \"%s\", \"seed\": %lu, "
 			       "\"ranks\": %d, \"epochs\": %d, \"steps\": %d, "
 			       "\"train_n\": %d, \"test_n\": %d, "
+			       "\"batch\": %d, \"lr\": %g, \"momentum\": %g, "
 			       "\"train_loss\": %.6f, \"test_acc\": %.4f, "
 			       "\"params_agree\": %d}\n",
 			       label, seed, size, epochs, steps, tr.n, te.n,
+			       batch, lr, mom,
 			       loss_cnt > 0 ? loss_sum / loss_cnt : NAN,
 			       ok[1] ? (double)ok[0] / (double)ok[1] : 0.0,
 			       agree);

@@ -3,33 +3,47 @@
 # (make bench-converge; also run by scripts/bench-comm.sh into comm.json).
 #
 # build/tests/train_mnist (784-256-10 MLP, ReLU, minibatch SGD with
-# momentum) data-parallel over 8 ranks of local Open MPI, 2 emulated nodes
-# of 4 ranks in the plan; gradients go through plain MPI_Allreduce and the
-# preloaded shim (ISLE_COMM_ALGO=hier, so the codec is used at every size)
-# compresses the network level: fp32 (no shim), bf16, int8, top-k 1% with
-# error feedback, and top-k 1% without (the control). 3 seeds each.
+# momentum) data-parallel over 8 ranks: a test cluster of 2 nodes x 4 GPUs
+# (tests/cluster), one sbatch job per codec with the SPANK plugin's options
+# (--isle-tp=4 --isle-compress=CODEC), every seed a `srun --mpi=pmix` step.
+# Gradients go through plain MPI_Allreduce; the injected shim
+# (ISLE_COMM_ALGO=hier, so the codec carries every gradient) compresses the
+# network level: fp32 (ISLE_COMM_DISABLE=1: Open MPI alone), bf16, int8,
+# top-k 1% with error feedback, and top-k 1% without (the control). The
+# --sgd-codecs run again with momentum 0 (plain SGD), labelled CODEC/sgd:
+# error feedback hands back its delayed mass in bursts, which the
+# optimizer's momentum, applied after the allreduce, amplifies.
 #
 # Usage: scripts/bench-converge.sh [--epochs E] [--train-n N] [--seeds "1 2 3"]
 #                                  [--batch B] [--lr LR]
-#                                  [--codecs "fp32 bf16 ..."] [--out FILE]
-#   --train-n   training images used (default 12000 of 60000; 0 = all)
-#   --batch     samples per rank and step (default 8; a loaded host pays per
-#               step, so a larger batch is the cheaper short run)
-#   --lr        learning rate (default 0.05)
+#                                  [--codecs "fp32 bf16 ..."]
+#                                  [--sgd-codecs "fp32 ..."] [--out FILE]
+#   --epochs    passes over the training images (default 2)
+#   --train-n   training images used (default 0 = all 60,000)
+#   --batch     samples per rank and step (default 32)
+#   --lr        learning rate (default 0.05; momentum 0.9)
 #   --out       JSON lines, one per run (default build/bench/converge.json);
 #               mean and spread per codec on stdout
-# Exits 77 with a reason when Open MPI or the data set is missing.
+# Exits 77 with a reason when Slurm, Open MPI or the data set is missing,
+# 1 when a run failed or the shim did not carry its gradients.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# First: it runs the script again in a private mount namespace, with its
+# arguments.
+# shellcheck source=tests/cluster/cluster.sh
+source "$here/tests/cluster/cluster.sh"
+# shellcheck source=slurm_plugin/testlib.sh
+source "$here/slurm_plugin/testlib.sh"
 B=${B:-$here/build}
 data=${ISLE_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 epochs=2
-train_n=12000
+train_n=0
 seeds="1 2 3"
-batch=8
+batch=32
 lr=0.05
 codecs="fp32 bf16 int8 topk:0.01 topk:0.01,noef"
+sgd_codecs="fp32 topk:0.01 topk:0.01,noef"
 out=$B/bench/converge.json
 
 while [ $# -gt 0 ]; do
@@ -40,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--batch) batch=$2; shift 2 ;;
 	--lr) lr=$2; shift 2 ;;
 	--codecs) codecs=$2; shift 2 ;;
+	--sgd-codecs) sgd_codecs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-converge: unknown option $1" >&2; exit 2 ;;
@@ -50,52 +65,75 @@ skip() {
 	echo "bench-converge: SKIP: $*" >&2
 	exit 77
 }
-# Open MPI's own launcher (the mpirun alternative may point to MPICH's), by
-# name: an absolute path makes Open MPI pass --prefix to the launch agent.
-MPIRUN=mpirun.openmpi
-command -v $MPIRUN >/dev/null || MPIRUN=mpirun
-command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
-[ -x "$B/tests/train_mnist" ] || skip "$B/tests/train_mnist not built"
-[ -f "$B/lib/libisle_preload.so" ] || skip "$B/lib/libisle_preload.so not built"
+for f in "$B/tests/train_mnist" "$B/lib/libisle_preload.so" "$B/lib/libisle_mpi_ompi.so" \
+	"$B/bin/isle-agent" "$B/slurm/spank_isle.so"; do
+	[ -e "$f" ] || skip "$f not built"
+done
 [ -r "$data/train-images-idx3-ubyte.gz" ] || skip "$data: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
+(isle_cluster_require) >/dev/null || skip "cannot run a test cluster here (tests/cluster)"
+[ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] || skip "Slurm without mpi_pmix.so"
 
-work=$(mktemp -d /tmp/isle-bench-converge.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-plan=$work/plan.json
-{
-	echo '{"isle_plan": 1, "job_id": "bench-converge", "ranks": ['
-	for r in 0 1 2 3 4 5 6 7; do
-		printf '{"rank": %d, "node": "n%d", "island": "nvl%d", "leaf": "l0"}%s\n' \
-			$r $((r / 4)) $((r / 4)) "$([ $r = 7 ] || echo ,)"
-	done
-	echo '], "levels": ['
-	echo '{"name": "shm", "bw_gbps": 5, "lat_us": 2, "codec": "none"},'
-	echo '{"name": "net", "bw_gbps": 0.03, "lat_us": 50, "codec": "none"}'
-	echo ']}'
-} >"$plan"
+work=$(mktemp -d "${TMPDIR:-/tmp}/isle-bench-converge.XXXXXX")
+chmod 0755 "$work"
+trap 'isle_cluster_stop >/dev/null 2>&1; rm -rf "$work"' EXIT
+mkdir -p "$work/shim"
+cp "$B/lib/libisle_preload.so" "$B/lib/libisle_mpi_ompi.so" "$work/shim/"
+isle_pt_leaf "$work/isle.json" conv 2 4
+echo "required $B/slurm/spank_isle.so agent=$B/bin/isle-agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$work/shim/libisle_preload.so" \
+	>"$work/plugstack.conf"
+isle_cluster_start --nodes 2 --gpus 4 --plugstack "$work/plugstack.conf" \
+	--etc-file "$work/isle.json" >&2 || { echo "bench-converge: test cluster did not start" >&2; exit 1; }
+jobs=$ISLE_CLUSTER_DIR/jobs
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1
 mkdir -p "$(dirname "$out")"
 : >"$out"
-for codec in $codecs; do
+fail=0
+runs=""
+for c in $codecs; do runs+=" $c@0.9"; done
+for c in $sgd_codecs; do runs+=" $c@0"; done
+for run in $runs; do
+	codec=${run%@*} mom=${run#*@} label=$codec
+	[ "$mom" = 0 ] && label=$codec/sgd
+	name=${label//[:,\/]/_}
+	opts=(--isle-compress="$codec")
+	envs="ISLE_COMM_ALGO=hier ISLE_COMM_VERBOSE=1"
+	[ "$codec" = fp32 ] && opts=() envs="ISLE_COMM_DISABLE=1"
+	cat >"$jobs/$name.sh" <<EOF
+#!/bin/bash
+export ISLE_COMM_TIMEOUT_S=300 $envs
+# Open MPI between test nodes: TCP over lo; busy ranks yield on 2 cores.
+export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_MCA_mpi_yield_when_idle=1
+for seed in $seeds; do
+	# a launch or Open MPI's TCP wire-up failing before any rank trained
+	# (41-comm-srun-pmix.sh) is launched again
+	for try in 1 2 3; do
+		srun --mpi=pmix --kill-on-bad-exit=1 $B/tests/train_mnist --data $data \\
+			--epochs $epochs --seed \$seed --train-n $train_n --batch $batch \\
+			--lr $lr --momentum $mom --label $label >$jobs/$name.\$seed.out 2>&1 && break
+		grep -Eq '^(isle_comm: [0-9]|\\{)' $jobs/$name.\$seed.out && break
+		grep -Eq 'launch failed|TCP connect|Segmentation fault' $jobs/$name.\$seed.out || break
+	done
+done
+EOF
+	chmod +x "$jobs/$name.sh"
+	echo "bench-converge: $label (momentum $mom), seeds $seeds" >&2
+	id=$(sbatch --parsable -N2 --gpus-per-node=4 --ntasks-per-node=4 --isle-tp=4 "${opts[@]}" \
+		--chdir="$jobs" -o "$jobs/$name.job.out" -e "$jobs/$name.job.err" "$jobs/$name.sh") ||
+		{ echo "bench-converge: sbatch failed for $codec" >&2; fail=1; continue; }
+	isle_wait_job "$id" 7200 >/dev/null || { echo "bench-converge: $codec: job $id did not complete" >&2; fail=1; }
 	for seed in $seeds; do
-		shim=(-x LD_PRELOAD="$B/lib/libisle_preload.so" -x ISLE_PLAN="$plan"
-			-x ISLE_COMM_ALGO=hier -x ISLE_COMM_CODEC="$codec" -x ISLE_COMM_VERBOSE=1)
-		[ "$codec" = fp32 ] && shim=()
-		echo "bench-converge: $codec seed $seed" >&2
-		"$MPIRUN" -np 8 "${shim[@]}" "$B/tests/train_mnist" --data "$data" \
-			--epochs "$epochs" --seed "$seed" --train-n "$train_n" \
-			--batch "$batch" --lr "$lr" --label "$codec" >"$work/run.out" 2>&1 ||
-			{ tail -20 "$work/run.out" >&2; exit 1; }
-		# The shim must have carried the gradients with that codec.
-		if [ "$codec" != fp32 ] && ! grep -q "^isle_comm: 8 ranks.*net\[.*${codec%%,*}" "$work/run.out"; then
-			echo "bench-converge: $codec: the shim did not engage" >&2
-			tail -5 "$work/run.out" >&2
-			exit 1
+		o=$jobs/$name.$seed.out
+		line=$(grep -m1 '^{"codec"' "$o" 2>/dev/null || true)
+		# the shim must have carried the gradients with that codec
+		if [ -z "$line" ] || { [ "$codec" != fp32 ] &&
+			! grep '^isle_comm: 8 ranks, plan ' "$o" | grep -qE ", $codec(:[0-9]+)?\]"; }; then
+			echo "bench-converge: $codec seed $seed: no result or the shim did not engage" >&2
+			tail -5 "$o" >&2 2>/dev/null || true
+			fail=1
+			continue
 		fi
-		grep '^{"codec"' "$work/run.out" | tee -a "$out" >&2
+		echo "$line" | tee -a "$out" >&2
 	done
 done
 
@@ -117,3 +155,4 @@ awk '
 		for (j = 1; j <= m; j++) { c = order[j]
 			printf "%-16s %5d %8.4f (%.4f..%.4f) %10.4f\n", c, n[c], sa[c] / n[c], amin[c], amax[c], sl[c] / n[c] }
 	}' "$out"
+exit $fail

@@ -21,6 +21,12 @@
  * compressing allreduces. Rank 0 prints one line per step:
  *   "step K MS" (train, slowest rank) or "token K MS" (infer),
  * then "fabric_job: verify ok STEPS" or "fabric_job: verify FAIL ...".
+ * Train steps also print, outside the step's own time,
+ *   "phase K COMPUTE TP PP DP LATMIN LATMAX": each phase's wall time (ms,
+ *   slowest rank; TP and DP include fill and check), and the time of one
+ *   4-byte MPI_Allreduce over all ranks right after a barrier (us, fastest
+ *   and slowest rank): a probe of the host's per-message latency under the
+ *   load of the moment, which the flow model's calibration reads.
  * Exit 0 only when every check passed.
  */
 #include <errno.h>
@@ -223,10 +229,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	for (int s = 0; s < steps; s++) {
-		double t0 = now_ms(), dt, slow;
+		double t0 = now_ms(), dt, slow, ph[6] = {0}, tph = t0;
 
 		if (train) {
 			sleep_ms(compute_ms);
+			ph[0] = now_ms() - tph;
+			tph = now_ms();
 			if (tp > 1) {
 				fill(buf, n_tp, rank);
 				MPI_Allreduce(MPI_IN_PLACE, buf, (int)n_tp,
@@ -234,6 +242,8 @@ int main(int argc, char **argv)
 				fails += check(buf, n_tp, tp_world, tp, tol,
 					       &worst) != 0;
 			}
+			ph[1] = now_ms() - tph;
+			tph = now_ms();
 			/* Micro-batches: forward down the pipeline, the
 			 * gradients back up. */
 			for (int m = 0; m < micro && pp > 1; m++) {
@@ -263,6 +273,8 @@ int main(int argc, char **argv)
 					}
 				}
 			}
+			ph[2] = now_ms() - tph;
+			tph = now_ms();
 			if (dp > 1) {
 				fill(buf, n_dp, rank);
 				MPI_Allreduce(MPI_IN_PLACE, buf, (int)n_dp,
@@ -270,6 +282,7 @@ int main(int argc, char **argv)
 				fails += check(buf, n_dp, dp_world, dp, tol,
 					       &worst) != 0;
 			}
+			ph[3] = now_ms() - tph;
 		} else {
 			if (stage > 0) {
 				MPI_Recv(pbuf, (int)n_pp, MPI_FLOAT, rank - tp,
@@ -300,6 +313,27 @@ int main(int argc, char **argv)
 			printf("%s %d %.3f\n", train ? "step" : "token", s,
 			       slow);
 			fflush(stdout);
+		}
+		if (train) {
+			double all_ph[6];
+			int one = 1, sum;
+
+			MPI_Barrier(MPI_COMM_WORLD);
+			tph = now_ms();
+			MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM,
+				      MPI_COMM_WORLD);
+			ph[5] = (now_ms() - tph) * 1e3;
+			fails += sum != size;
+			ph[4] = -ph[5]; /* max of -x: the fastest rank */
+			MPI_Allreduce(ph, all_ph, 6, MPI_DOUBLE, MPI_MAX,
+				      MPI_COMM_WORLD);
+			if (!rank) {
+				printf("phase %d %.3f %.3f %.3f %.3f %.1f "
+				       "%.1f\n",
+				       s, all_ph[0], all_ph[1], all_ph[2],
+				       all_ph[3], -all_ph[4], all_ph[5]);
+				fflush(stdout);
+			}
 		}
 	}
 	int all = 0;

@@ -496,12 +496,14 @@ EOF
 		jq -nc --arg kind "$kind" --arg model "$model" --argjson nodes "$nodes" \
 			--argjson gpus "$gpus" --argjson tp "$tp" --argjson pp "$pp" \
 			--argjson times "[$sub,$start,$fin]" --arg hosts "$hosts" --arg gidx "$gidx" \
-			--argjson steps "$(grep -E '^(step|token) [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' | jq -sc .)" '
+			--argjson steps "$(grep -E '^(step|token) [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' | jq -sc .)" \
+			--argjson shim "$(grep -E '^isle_comm: [0-9]+ ranks' "$o" 2>/dev/null | sort -u | jq -Rsc 'split("\n") | map(select(length > 0))')" \
+			--argjson phases "$(grep -E '^phase [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { printf "[%s,%s,%s,%s,%s,%s]\n", $3, $4, $5, $6, $7, $8 }' | jq -sc .)" '
 			{kind: $kind, model: $model, nodes: $nodes, gpus: $gpus, tp: $tp, pp: $pp,
 			 submit: $times[0], start: $times[1], end: $times[2],
 			 hosts: ($hosts | split(" ") | map(select(length > 0))),
 			 gres_idx: ([$gidx | split("\n")[] | select(length > 0) | split(" ") | {(.[0]): (.[1] // "")}] | add // {}),
-			 ms: $steps}' >>"$rw/jobinfo" || true
+			 ms: $steps, phase_ms: $phases, shim: $shim}' >>"$rw/jobinfo" || true
 		grep -E '^step [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/steps" || true
 		grep -E '^token [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' >>"$rw/tokens" || true
 	done <"$rw/jobs"

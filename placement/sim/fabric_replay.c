@@ -19,15 +19,30 @@
  * it is host time only. Allreduces are rings in rank order (Open MPI's
  * ring for large messages: each hop carries 2(n-1)/n of the buffer);
  * stage boundaries send 4 micro-batches forward and back, one after the
- * other. Flows of a job's phase share the cables by max-min fairness
- * (netsim.c's sim_maxmin) with every flow of the jobs whose Slurm run
- * interval overlaps it, as the flow model of islesim does at scale.
+ * other. With the shim (the job's `isle_comm:` lines give the levels and
+ * codecs of its DP communicators and the size it leaves to MPI), a DP
+ * allreduce above that size is the shim's hierarchy: rings per level
+ * among the ranks that share the level's scope, on shares of the buffer,
+ * at the codec's wire size, all levels at once. Flows of a job's phase
+ * share the cables by max-min fairness (netsim.c's sim_maxmin) with every
+ * flow of the jobs whose Slurm run interval overlaps it, as the flow model
+ * of islesim does at scale.
  *
  * Host: fixed per-element CPU costs (below), from the memory and copy
  * rates of a current x86 core; CPU work of all the job's ranks spread over
  * the host's cores. The model knows no host load: the benchmark records
  * the host's CPU idle, and a run at low idle measures the host's queue
  * more than the fabric, which the report says next to its error.
+ *
+ * Latency: every message hop that must finish before the next can start
+ * (ring steps, pipeline hand-offs) costs one host message latency, taken
+ * from the job's own probe, not from its steps: fabric_job times one
+ * 4-byte allreduce over all its ranks after a barrier at every step
+ * (recursive doubling, ceil(log2 n) hops); the median of the fastest
+ * rank's time over the steps, divided by its hops, is the latency of one
+ * hop under the load of the run. Runs without the probe get none.
+ * With the probe the report also puts each phase's measured time (slowest
+ * rank, mean over steps) next to the predicted one.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -53,6 +68,10 @@
  *           ~10 GB/s: 0.2 ns. */
 #define C_VERIFY 4e-9
 #define C_SUM 0.5e-9
+/* a compressed float: encode at the sender, decode-accumulate at the
+ * receiver, at the single-core rates of `bench_comm codecs` (~10 and
+ * ~15 GB/s of fp32 input): ~0.7 ns */
+#define C_CODEC 0.7e-9
 #define C_TCP 0.8e-9
 #define C_SHM 0.2e-9
 /* fabric_job.c's profiles and constants */
@@ -79,6 +98,7 @@ struct efab {
 	char **name;
 	int *parent;
 	double *cap;
+	char *kind; /* 'n' node, 'd' NVLink domain, 'l' leaf, 's' above */
 };
 
 static void efab_free(struct efab *f)
@@ -88,6 +108,7 @@ static void efab_free(struct efab *f)
 	free(f->name);
 	free(f->parent);
 	free(f->cap);
+	free(f->kind);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -102,7 +123,7 @@ static int efab_vertex(const struct efab *f, const char *name)
 static int efab_add(struct efab *f, const char *name)
 {
 	int v = efab_vertex(f, name);
-	char **n;
+	char **n, *k;
 	int *p;
 	double *c;
 
@@ -117,8 +138,12 @@ static int efab_add(struct efab *f, const char *name)
 	c = realloc(f->cap, 2 * (size_t)(f->nv + 1) * sizeof(*c));
 	if (c)
 		f->cap = c;
-	if (!n || !p || !c || !(f->name[f->nv] = strdup(name)))
+	k = realloc(f->kind, (size_t)(f->nv + 1));
+	if (k)
+		f->kind = k;
+	if (!n || !p || !c || !k || !(f->name[f->nv] = strdup(name)))
 		return -ENOMEM;
+	f->kind[f->nv] = 's';
 	f->parent[f->nv] = -1;
 	f->cap[2 * f->nv] = f->cap[2 * f->nv + 1] = 0;
 	return f->nv++;
@@ -155,7 +180,16 @@ static int efab_build(const isle_topo *t, double scale, struct efab *f,
 		if (sscanf(line, "node %127s", a) == 1) {
 			if ((rc = efab_add(f, a)) < 0)
 				break;
+			f->kind[rc] = 'n';
 			f->nnodes++;
+			continue;
+		}
+		if (sscanf(line, "switch %127s %127s", a, b) == 2) {
+			if ((rc = efab_add(f, a)) < 0)
+				break;
+			f->kind[rc] = !strcmp(b, "domain") ? 'd'
+				      : !strcmp(b, "leaf") ? 'l'
+							   : 's';
 			continue;
 		}
 		if (sscanf(line, "cable %127s %127s %lf", a, b, &gbit) != 3)
@@ -215,13 +249,27 @@ struct rflow {
 	double bytes;
 };
 
+/* A level of the shim's hierarchy for the job's DP allreduce. */
+#define MAX_SLEV 8
+struct slev {
+	char scope;   /* i(sland), n(ode), l(eaf), j(ob) */
+	double ratio; /* bytes on the wire per fp32 byte */
+};
+
 struct rjob {
-	int train, tp, pp, dp, nranks, gpn, nrec;
-	double t0, t1;		   /* Slurm start and end, s */
-	double compute_s;	   /* the modelled compute sleep */
-	double cpu_s[SIM_NPHASES]; /* host CPU per phase, busiest rank */
-	double verify_cpu_s;	   /* per rank */
-	int *node;		   /* per rank: fabric vertex */
+	int train, tp, pp, dp, nranks, gpn, nrec, nph;
+	int nslev; /* the shim's levels, 0: plain MPI */
+	struct slev slev[MAX_SLEV];
+	double pass_max;	     /* bytes the shim leaves to MPI */
+	double hop_s;		     /* probed host latency of one hop */
+	double meas_ph[SIM_NPHASES]; /* measured phase ms, summed over nph */
+	double meas_comp;	     /* measured compute ms, summed */
+	double t0, t1;		     /* Slurm start and end, s */
+	double compute_s;	     /* the modelled compute sleep */
+	double cpu_s[SIM_NPHASES];   /* host CPU per phase, busiest rank */
+	double verify_cpu_s;	     /* per rank */
+	double vtp_s, vdp_s;	     /* its TP and DP parts */
+	int *node;		     /* per rank: fabric vertex */
 	double measured_sum;
 };
 
@@ -244,31 +292,257 @@ static void add_flow(struct rflow **fl, int *n, int *cap, struct rflow f)
 	(*fl)[(*n)++] = f;
 }
 
-/* Ring allreduce of bytes over ranks first, first + stride, ... (n of
- * them): one flow per hop between nodes; host CPU of the whole ring. */
-static void ring_flows(struct rjob *j, int jid, int first, int stride, int n,
-		       int phase, double bytes, struct rflow **fl, int *nf,
-		       int *cap)
+/* Ring allreduce of bytes (fp32) over the ranks mem[0..n), ratio the
+ * codec's wire bytes per byte: one flow per hop between nodes; host CPU
+ * of the whole ring. */
+static void ring_list(struct rjob *j, int jid, const int *mem, int n, int phase,
+		      double bytes, double ratio, struct rflow **fl, int *nf,
+		      int *cap)
 {
-	double hop = bytes * 2.0 * (n - 1) / n;
+	double hop = bytes * 2.0 * (n - 1) / n * ratio;
 
 	if (n < 2)
 		return;
 	for (int i = 0; i < n; i++) {
-		int r = first + i * stride, s = first + (i + 1) % n * stride;
-		int q = first + (i + n - 1) % n * stride;
+		int r = mem[i], s = mem[(i + 1) % n], q = mem[(i + n - 1) % n];
 		/* half the copies of a hop at each end */
 		double c_out = j->node[r] != j->node[s] ? C_TCP : C_SHM;
 		double c_in = j->node[q] != j->node[r] ? C_TCP : C_SHM;
-		/* the reduce-scatter half sums (n-1)/n of the floats */
-		double w = hop * (c_out + c_in) / 2 +
-			   bytes / 4.0 * (n - 1) / n * C_SUM;
+		/* the reduce-scatter half sums (n-1)/n of the floats (or
+		 * encodes and decodes them) */
+		double w =
+		    hop * (c_out + c_in) / 2 +
+		    bytes / 4.0 * (n - 1) / n * (ratio < 1 ? C_CODEC : C_SUM);
 
 		if (j->node[r] != j->node[s])
 			add_flow(fl, nf, cap,
 				 (struct rflow){jid, phase, j->node[r],
 						j->node[s], hop});
 		j->cpu_s[phase] = fmax(j->cpu_s[phase], w);
+	}
+}
+
+/* Ranks first, first + stride, ... (n of them), uncompressed. */
+static void ring_flows(struct rjob *j, int jid, int first, int stride, int n,
+		       int phase, double bytes, struct rflow **fl, int *nf,
+		       int *cap)
+{
+	int *mem = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+
+	if (!mem) {
+		flows_oom = 1;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		mem[i] = first + i * stride;
+	ring_list(j, jid, mem, n, phase, bytes, 1.0, fl, nf, cap);
+	free(mem);
+}
+
+/* The fabric vertex that stands for rank r's group at a shim scope. */
+static int scope_key(const struct efab *f, const struct rjob *j, int r,
+		     char scope)
+{
+	int v = j->node[r];
+
+	switch (scope) {
+	case 'i': /* an NVLink domain across nodes, else inside the node */
+		return f->parent[v] >= 0 && f->kind[f->parent[v]] == 'd'
+			   ? f->parent[v]
+			   : v;
+	case 'n':
+		return v;
+	case 'l':
+		while (f->parent[v] >= 0 && f->kind[v] != 'l')
+			v = f->parent[v];
+		return v;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
+ * communicator order): level by level, the members that share the level's
+ * scope and their positions in the levels below form a group, which
+ * reduce-scatters and allgathers its share (bytes over the sizes of the
+ * groups below) as a ring in the level's codec. The levels' flows run at
+ * once (the shim pipelines segments through them).
+ */
+static void shim_flows(const struct efab *f, struct rjob *j, int jid,
+		       const int *mem, int n, double bytes, struct rflow **fl,
+		       int *nf, int *cap)
+{
+	int *idx = calloc((size_t)n * (MAX_SLEV + 1), sizeof(int));
+	int *div = malloc((size_t)n * sizeof(int)),
+	    *grp = malloc((size_t)n * sizeof(int));
+
+	if (!idx || !div || !grp) {
+		flows_oom = 1;
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		div[i] = 1;
+	for (int l = 0; l < j->nslev; l++) {
+		char sc = j->slev[l].scope;
+
+		for (int i = 0; i < n; i++)
+			idx[l * n + i] = -1;
+		for (int i = 0; i < n; i++) {
+			int g = 0;
+
+			if (idx[l * n + i] >= 0)
+				continue;
+			/* i leads a new group: everyone with its key */
+			for (int k = i; k < n; k++) {
+				int same = scope_key(f, j, mem[k], sc) ==
+					   scope_key(f, j, mem[i], sc);
+
+				for (int m = 0; same && m < l; m++)
+					same = idx[m * n + k] == idx[m * n + i];
+				if (same && idx[l * n + k] < 0) {
+					idx[l * n + k] = g;
+					grp[g++] = mem[k];
+				}
+			}
+			ring_list(j, jid, grp, g, SIM_PH_DP, bytes / div[i],
+				  j->slev[l].ratio, fl, nf, cap);
+		}
+		/* the next level works on shares of 1 / group size */
+		for (int i = 0; i < n; i++) {
+			int g = 0;
+
+			for (int k = 0; k < n; k++) {
+				int same = scope_key(f, j, mem[k], sc) ==
+					   scope_key(f, j, mem[i], sc);
+
+				for (int m = 0; same && m < l; m++)
+					same = idx[m * n + k] == idx[m * n + i];
+				g += same;
+			}
+			div[i] *= g > 0 ? g : 1;
+		}
+	}
+out:
+	free(idx);
+	free(div);
+	free(grp);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* phase_ms rows [compute, tp, pp, dp, lat_min_us, lat_max_us] of one job:
+ * the measured phases and the per-hop latency of its probe. */
+static void probe_parse(struct rjob *j, json_object *rows)
+{
+	int n = (int)json_object_array_length(rows), hops = 0, m = 0;
+	double *lat = malloc(((size_t)n + 1) * sizeof(*lat));
+
+	for (int x = 1; x < j->nranks; x <<= 1)
+		hops++;
+	for (int k = 0; lat && k < n; k++) {
+		json_object *row = json_object_array_get_idx(rows, k);
+
+		if (!json_object_is_type(row, json_type_array) ||
+		    json_object_array_length(row) < 6)
+			continue;
+		j->meas_comp +=
+		    json_object_get_double(json_object_array_get_idx(row, 0));
+		for (int p = 0; p < SIM_NPHASES; p++)
+			j->meas_ph[p] += json_object_get_double(
+			    json_object_array_get_idx(row, 1 + p));
+		lat[m++] =
+		    json_object_get_double(json_object_array_get_idx(row, 4));
+		j->nph++;
+	}
+	if (m && hops) {
+		qsort(lat, (size_t)m, sizeof(*lat), cmp_dbl);
+		j->hop_s =
+		    (m % 2 ? lat[m / 2] : (lat[m / 2 - 1] + lat[m / 2]) / 2) /
+		    hops * 1e-6;
+	}
+	free(lat);
+}
+
+/* Message hops of a phase that wait for one another: a ring allreduce
+ * takes 2(n-1) steps, each pipeline micro-batch goes down the stages and
+ * back. */
+static int phase_hops(const struct rjob *j, int phase)
+{
+	switch (phase) {
+	case SIM_PH_TP:
+		return j->tp > 1 ? 2 * (j->tp - 1) : 0;
+	case SIM_PH_PP:
+		return j->pp > 1 ? 2 * MICRO * (j->pp - 1) : 0;
+	default:
+		return j->dp > 1 ? 2 * (j->dp - 1) : 0;
+	}
+}
+
+/* Wire bytes per fp32 byte of a codec as the shim prints it (the wire
+ * formats of docs/comm-shim.md). */
+static double codec_ratio(const char *c)
+{
+	double x;
+
+	if (!strncmp(c, "fp16", 4) || !strncmp(c, "bf16", 4))
+		return 0.5;
+	if (!strncmp(c, "int8", 4)) { /* a byte each, a float per block */
+		x = c[4] == ':' ? atof(c + 5) : 256;
+		return 0.25 + 1.0 / (x >= 1 ? x : 256);
+	}
+	if (!strncmp(c, "topk", 4)) { /* index and value of the kept */
+		x = c[4] == ':' ? atof(c + 5) : 0.01;
+		return x > 0 && x < 0.5 ? 2 * x : 1;
+	}
+	return 1;
+}
+
+/* The shim's `isle_comm:` lines of the job: the levels of a communicator
+ * of dp ranks (the DP groups) and its probed crossover. */
+static void shim_parse(struct rjob *j, json_object *lines)
+{
+	for (size_t k = 0; k < json_object_array_length(lines); k++) {
+		const char *s = json_object_get_string(
+			       json_object_array_get_idx(lines, k)),
+			   *q;
+		struct slev lv[MAX_SLEV];
+		int n, nl = 0;
+
+		if (!s || sscanf(s, "isle_comm: %d ranks", &n) != 1 ||
+		    n != j->dp)
+			continue;
+		if ((q = strstr(s, "MPI's own up to "))) {
+			j->pass_max = fmax(j->pass_max, atof(q + 16));
+			if (strstr(s, "crossover probed"))
+				continue;
+		}
+		if (!strstr(s, ", plan ") || strstr(s, "plain MPI"))
+			continue;
+		for (q = strchr(s, '['); q && nl < MAX_SLEV;
+		     q = strchr(q + 1, '[')) {
+			char scope[16], codec[48];
+			int a, b;
+			double bw, lat;
+
+			if (sscanf(q,
+				   "[%15s groups %d..%d, %lf GB/s, %lf us, "
+				   "%47[^]]",
+				   scope, &a, &b, &bw, &lat, codec) != 6)
+				continue;
+			lv[nl].scope = scope[0];
+			lv[nl].ratio = codec_ratio(codec);
+			nl++;
+		}
+		if (nl > j->nslev) {
+			memcpy(j->slev, lv, (size_t)nl * sizeof(lv[0]));
+			j->nslev = nl;
+		}
 	}
 }
 
@@ -338,6 +612,12 @@ static int job_parse(json_object *o, const struct efab *f, double scale,
 			return -EINVAL;
 		}
 	}
+	if (json_object_object_get_ex(o, "phase_ms", &v) &&
+	    json_object_is_type(v, json_type_array))
+		probe_parse(j, v);
+	if (json_object_object_get_ex(o, "shim", &v) &&
+	    json_object_is_type(v, json_type_array))
+		shim_parse(j, v);
 	shard = pr->params / (j->tp * j->pp);
 	j->compute_s = 6.0 * shard * pr->tokens / FLOPS;
 	/* fill() and check() of every reduced float, per rank */
@@ -347,9 +627,10 @@ static int job_parse(json_object *o, const struct efab *f, double scale,
 		double ndp = fmax(16, shard * 2 * scale / 4);
 
 		if (j->tp > 1)
-			j->verify_cpu_s += ntp * C_VERIFY;
+			j->vtp_s = ntp * C_VERIFY;
 		if (j->dp > 1)
-			j->verify_cpu_s += ndp * C_VERIFY;
+			j->vdp_s = ndp * C_VERIFY;
+		j->verify_cpu_s = j->vtp_s + j->vdp_s;
 	}
 	return 0;
 bad:
@@ -359,9 +640,9 @@ bad:
 }
 
 /* The flows of a training job's step (sizes of fabric_job.c). */
-static void job_flows(struct rjob *j, int jid, double scale,
-		      const struct fprofile *pr, struct rflow **fl, int *nf,
-		      int *cap)
+static void job_flows(const struct efab *f, struct rjob *j, int jid,
+		      double scale, const struct fprofile *pr,
+		      struct rflow **fl, int *nf, int *cap)
 {
 	double shard = pr->params / (j->tp * j->pp);
 	double tp_b = fmax(16, 2.0 * pr->layers / j->pp * pr->tokens *
@@ -394,8 +675,23 @@ static void job_flows(struct rjob *j, int jid, double scale,
 						   2.0 * MICRO * pp_b * C_SHM);
 		}
 	}
-	for (int r = 0; j->dp > 1 && r < blk; r++)
-		ring_flows(j, jid, r, blk, j->dp, SIM_PH_DP, dp_b, fl, nf, cap);
+	for (int r = 0; j->dp > 1 && r < blk; r++) {
+		int *mem;
+
+		if (!j->nslev || dp_b <= j->pass_max) {
+			ring_flows(j, jid, r, blk, j->dp, SIM_PH_DP, dp_b, fl,
+				   nf, cap);
+			continue;
+		}
+		if (!(mem = malloc((size_t)j->dp * sizeof(int)))) {
+			flows_oom = 1;
+			return;
+		}
+		for (int k = 0; k < j->dp; k++)
+			mem[k] = r + k * blk;
+		shim_flows(f, j, jid, mem, j->dp, dp_b, fl, nf, cap);
+		free(mem);
+	}
 }
 
 static const struct fprofile *profile_of(json_object *o)
@@ -410,11 +706,17 @@ static const struct fprofile *profile_of(json_object *o)
 	return NULL;
 }
 
-/* Predicted mean step (ms) of one run; *meas the measured one over the
- * same records, *fab_ms and *host_ms the mean fabric and host parts. */
+/* One run's means (ms): predicted and measured step over the same
+ * records, the fabric, host and latency parts of the prediction; per
+ * phase, predicted and measured over the records that have the probe. */
+struct rmean {
+	double pred, meas, fab, host, lat, comp_pred, comp_meas;
+	double ph_pred[SIM_NPHASES], ph_meas[SIM_NPHASES];
+	int ph_recs;
+};
+
 static int replay_run(const struct efab *f, json_object *run, double scale,
-		      double *pred, double *meas, double *fab_ms,
-		      double *host_ms, char *err, size_t errlen)
+		      struct rmean *res, char *err, size_t errlen)
 {
 	json_object *jl;
 	struct rjob *jobs = NULL;
@@ -423,8 +725,11 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 	double *rate = NULL;
 	int *off = NULL, nj, nf = 0, capf = 0, rc = 0, recs = 0;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	double psum = 0, msum = 0, fsum = 0, hsum = 0;
+	double psum = 0, msum = 0, fsum = 0, hsum = 0, lsum = 0;
+	double php[SIM_NPHASES] = {0}, phm[SIM_NPHASES] = {0}, cp = 0, cm = 0;
+	int phrecs = 0;
 
+	memset(res, 0, sizeof(*res));
 	if (cores < 1)
 		cores = 1;
 	flows_oom = 0;
@@ -445,8 +750,8 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 		if (rc)
 			goto out;
 		if (jobs[i].train)
-			job_flows(&jobs[i], i, scale, profile_of(o), &fl, &nf,
-				  &capf);
+			job_flows(f, &jobs[i], i, scale, profile_of(o), &fl,
+				  &nf, &capf);
 	}
 	if (flows_oom) {
 		rc = -ENOMEM;
@@ -462,6 +767,7 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 	for (int i = 0; i < nj; i++) {
 		struct rjob *j = &jobs[i];
 		double fab[SIM_NPHASES] = {0}, step, host = 0, fsec = 0, slow;
+		double lat = 0;
 		int n = 0;
 
 		if (!j->train || !j->nrec)
@@ -517,10 +823,19 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 		step = j->compute_s;
 		for (int p = 0; p < SIM_NPHASES; p++) {
 			double cpu = j->cpu_s[p] * slow;
+			double l = phase_hops(j, p) * j->hop_s;
+			double ph = fmax(fab[p], cpu) + l;
 
-			step += fmax(fab[p], cpu);
+			step += ph;
 			host += fmax(0, cpu - fab[p]);
 			fsec += fab[p];
+			lat += l;
+			if (j->nph) /* fill and check are in the phase */
+				php[p] += (ph + (p == SIM_PH_TP	  ? j->vtp_s
+						 : p == SIM_PH_DP ? j->vdp_s
+								  : 0) *
+						    slow) *
+					  1e3 * j->nph;
 		}
 		host += j->verify_cpu_s * slow;
 		step += j->verify_cpu_s * slow;
@@ -528,18 +843,34 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 		psum += step * 1e3 * n;
 		fsum += fsec * 1e3 * n;
 		hsum += host * 1e3 * n;
+		lsum += lat * 1e3 * n;
 		msum += j->measured_sum;
 		recs += n;
+		for (int p = 0; j->nph && p < SIM_NPHASES; p++)
+			phm[p] += j->meas_ph[p];
+		cm += j->meas_comp;
+		cp += j->compute_s * 1e3 * j->nph;
+		phrecs += j->nph;
 	}
 	if (!recs) {
 		rc = -ENODATA;
 		snprintf(err, errlen, "no training step records");
 		goto out;
 	}
-	*pred = psum / recs;
-	*meas = msum / recs;
-	*fab_ms = fsum / recs;
-	*host_ms = hsum / recs;
+	res->pred = psum / recs;
+	res->meas = msum / recs;
+	res->fab = fsum / recs;
+	res->host = hsum / recs;
+	res->lat = lsum / recs;
+	for (int p = 0; phrecs && p < SIM_NPHASES; p++) {
+		res->ph_pred[p] = php[p] / phrecs;
+		res->ph_meas[p] = phm[p] / phrecs;
+	}
+	res->ph_recs = phrecs;
+	if (phrecs) {
+		res->comp_pred = cp / phrecs;
+		res->comp_meas = cm / phrecs;
+	}
 out:
 	for (int i = 0; i < nj; i++)
 		free(jobs[i].node);
@@ -556,8 +887,14 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 {
 	json_object *root = json_object_from_file(path), *shapes, *v;
 	double scale;
-	int rc = 0, over = 0, n = 0;
+	int rc = 0, over = 0, n = 0, nph = 0;
 	char err[256] = "";
+	/* names point into root, which lives to the end */
+	struct {
+		const char *shape, *cfg;
+		struct rmean m;
+		int runs;
+	} phs[64];
 
 	if (!root) {
 		fprintf(stderr, "islesim: %s: %s\n", path,
@@ -571,9 +908,9 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 		rc = -EINVAL;
 		goto out;
 	}
-	fprintf(out, "%-12s %-14s %5s %9s %9s %7s %8s %8s %6s\n", "shape",
+	fprintf(out, "%-12s %-14s %5s %9s %9s %7s %8s %8s %7s %6s\n", "shape",
 		"config", "runs", "meas_ms", "pred_ms", "err%", "fab_ms",
-		"host_ms", "idle%");
+		"host_ms", "lat_ms", "idle%");
 	for (size_t s = 0; s < json_object_array_length(shapes); s++) {
 		json_object *sh = json_object_array_get_idx(shapes, s), *res;
 		char file[4096];
@@ -601,7 +938,8 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 		for (size_t i = 0; i < json_object_array_length(res); i++) {
 			json_object *ri = json_object_array_get_idx(res, i);
 			const char *cfg;
-			double ps = 0, ms = 0, fs = 0, hs = 0, idle = 0, e;
+			struct rmean sum = {0};
+			double idle = 0, e;
 			int runs = 0, seen = 0;
 
 			json_object_object_get_ex(ri, "config", &v);
@@ -621,13 +959,13 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 				json_object *rk = json_object_array_get_idx(res,
 									    k),
 					    *c;
-				double p = 0, m = 0, fm = 0, hm = 0;
+				struct rmean r;
 
 				json_object_object_get_ex(rk, "config", &c);
 				if (strcmp(json_object_get_string(c), cfg))
 					continue;
-				rc = replay_run(&f, rk, scale, &p, &m, &fm, &hm,
-						err, sizeof(err));
+				rc = replay_run(&f, rk, scale, &r, err,
+						sizeof(err));
 				if (rc == -ENODATA)
 					continue;
 				if (rc) {
@@ -640,25 +978,61 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 				if (json_object_object_get_ex(
 					rk, "cpu_idle_pct", &c))
 					idle += json_object_get_double(c);
-				ps += p;
-				ms += m;
-				fs += fm;
-				hs += hm;
+				sum.pred += r.pred;
+				sum.meas += r.meas;
+				sum.fab += r.fab;
+				sum.host += r.host;
+				sum.lat += r.lat;
+				for (int p = 0; r.ph_recs && p < SIM_NPHASES;
+				     p++) {
+					sum.ph_pred[p] += r.ph_pred[p];
+					sum.ph_meas[p] += r.ph_meas[p];
+				}
+				sum.ph_recs += r.ph_recs > 0;
+				sum.comp_pred += r.comp_pred;
+				sum.comp_meas += r.comp_meas;
 				runs++;
 			}
 			if (!runs)
 				continue;
-			e = 100.0 * (ps - ms) / ms;
+			e = 100.0 * (sum.pred - sum.meas) / sum.meas;
 			fprintf(out,
 				"%-12s %-14s %5d %9.1f %9.1f %+7.1f %8.1f "
-				"%8.1f %6.1f\n",
-				name, cfg, runs, ms / runs, ps / runs, e,
-				fs / runs, hs / runs, idle / runs);
+				"%8.1f %7.1f %6.1f\n",
+				name, cfg, runs, sum.meas / runs,
+				sum.pred / runs, e, sum.fab / runs,
+				sum.host / runs, sum.lat / runs, idle / runs);
+			if (sum.ph_recs &&
+			    nph < (int)(sizeof(phs) / sizeof(phs[0]))) {
+				phs[nph].shape = name;
+				phs[nph].cfg = cfg;
+				phs[nph].m = sum;
+				phs[nph].runs = sum.ph_recs;
+				nph++;
+			}
 			n++;
 			if (max_err_pct > 0 && fabs(e) > max_err_pct)
 				over++;
 		}
 		efab_free(&f);
+	}
+	/* per phase, where the runs carry fabric_job's probe */
+	if (nph)
+		fprintf(out,
+			"\nper phase, slowest rank, ms (measured/predicted; "
+			"TP and DP with fill and check):\n"
+			"%-12s %-14s %5s %17s %17s %17s %17s\n",
+			"shape", "config", "runs", "compute", "tp", "pp", "dp");
+	for (int k = 0; k < nph; k++) {
+		fprintf(out, "%-12s %-14s %5d %8.1f/%-8.1f", phs[k].shape,
+			phs[k].cfg, phs[k].runs,
+			phs[k].m.comp_meas / phs[k].runs,
+			phs[k].m.comp_pred / phs[k].runs);
+		for (int p = 0; p < SIM_NPHASES; p++)
+			fprintf(out, " %8.1f/%-8.1f",
+				phs[k].m.ph_meas[p] / phs[k].runs,
+				phs[k].m.ph_pred[p] / phs[k].runs);
+		fputc('\n', out);
 	}
 	rc = 0;
 	if (!n) {

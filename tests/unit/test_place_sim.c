@@ -718,8 +718,12 @@ static void test_job_rings(void **state)
  * 10.5 MB / 50 MB/s. Three such jobs across leaf0 and leaf1 at the same
  * time put 6 flows on leaf0's uplink: 10.5 MB / (200/6) MB/s; at
  * different times each is alone again.
+ * With fabric_job's probe (phase_ms rows), each of the 2(n-1) ring steps
+ * of TP and DP costs the probed latency per hop: the fastest rank's
+ * 4-byte allreduce over 8 ranks (3 hops), median over the steps.
  */
-static void replay_case(const char *jobs, double want_fab_ms)
+static void replay_case(const char *jobs, double want_fab_ms,
+			double want_lat_ms)
 {
 	char path[] = "/tmp/test_place_sim_fabric.XXXXXX", line[512];
 	int fd = mkstemp(path), found = 0;
@@ -738,11 +742,11 @@ static void replay_case(const char *jobs, double want_fab_ms)
 	while (fgets(line, sizeof(line), out)) {
 		char shape[64], cfg[64];
 		int runs;
-		double meas, pred, err, fab, host, idle;
+		double meas, pred, err, fab, host, lat, idle;
 
-		if (sscanf(line, "%63s %63s %d %lf %lf %lf %lf %lf %lf", shape,
-			   cfg, &runs, &meas, &pred, &err, &fab, &host,
-			   &idle) != 9)
+		if (sscanf(line, "%63s %63s %d %lf %lf %lf %lf %lf %lf %lf",
+			   shape, cfg, &runs, &meas, &pred, &err, &fab, &host,
+			   &lat, &idle) != 10)
 			continue;
 		found++;
 		assert_string_equal(shape, "leafspine-16");
@@ -750,7 +754,8 @@ static void replay_case(const char *jobs, double want_fab_ms)
 		/* TCP payload efficiency of 9000-byte frames: ~0.9911 */
 		assert_true(fabs(fab - want_fab_ms / (8934.0 / 9014.0)) < 0.5);
 		/* compute 6 x 3.5e9 x 4096 / 4e14 = 215 ms, plus the rest */
-		assert_true(pred >= 215.0 + fab - 0.5);
+		assert_true(pred >= 215.0 + fab + lat - 0.5);
+		assert_true(fabs(lat - want_lat_ms) < 0.01);
 		assert_true(fabs(meas - 500.0) < 1e-9);
 		assert_true(fabs(err - 100.0 * (pred - meas) / meas) < 0.1);
 	}
@@ -770,16 +775,49 @@ static void test_fabric_replay(void **state)
 	double hop = 7e6 * 2.0 * 3 / 4; /* bytes per ring hop */
 
 	/* alone: two flows on each node cable */
-	replay_case(RJOB("ls01", "ls02", 0, 10), hop / 50e6 * 1e3);
+	replay_case(RJOB("ls01", "ls02", 0, 10), hop / 50e6 * 1e3, 0);
 	/* three jobs over leaf0's uplink at once: six flows */
 	replay_case(RJOB("ls01", "ls05", 0, 10) "," RJOB(
 			"ls02", "ls06", 0, 10) "," RJOB("ls03", "ls07", 0, 10),
-		    hop / (200e6 / 6) * 1e3);
+		    hop / (200e6 / 6) * 1e3, 0);
 	/* the same, one after the other: each alone */
 	replay_case(RJOB("ls01", "ls05", 0,
 			 10) "," RJOB("ls02", "ls06", 10,
 				      20) "," RJOB("ls03", "ls07", 20, 30),
-		    hop / 50e6 * 1e3);
+		    hop / 50e6 * 1e3, 0);
+	/* probed: median of 300, 600 and 450 us over 3 hops is 150 us per
+	 * hop; TP 2 and DP 4 rings wait 2 + 6 hops: 1.2 ms */
+	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+		    "\"ms\": [500, 500], \"phase_ms\": [[215, 5, 0, 90, 300, "
+		    "900], [215, 5, 0, 90, 600, 700], [215, 5, 0, 90, 450, "
+		    "800]]}",
+		    hop / 50e6 * 1e3, 1.2);
+	/* with the shim: the node level stays in the node; the leaf level
+	 * pairs ranks of the same position across the two nodes and sends
+	 * its half of the 7 MB in bf16: 4 flows of 7 MB / 4 share each node
+	 * cable (100 MB/s), 70 ms, where MPI's rings take 210 */
+	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16], async "
+		    "helper, Open MPI backend\", \"isle_comm: 2 ranks, plan "
+		    "/p.json, codecs cpu: island[island groups 2..2, 100 GB/s, "
+		    "1 us, none]\"]}",
+		    7e6 / 100e6 * 1e3, 0);
+	/* the same sizes left to MPI by the probed crossover: MPI's rings */
+	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16]\", "
+		    "\"isle_comm: 4 ranks: crossover probed at the first "
+		    "allreduce of 16384 bytes: MPI's own up to 8388608 bytes\"]}",
+		    hop / 50e6 * 1e3, 0);
 	/* a file without placements: nothing to replay */
 	{
 		char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
