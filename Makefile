@@ -262,9 +262,11 @@ $(B)/%.o: %.c $(BUILD_FLAGS_STAMP) | $(DEPS_OK)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Static archives of each module, linked into binaries, tests and plugins.
+# An archive may name another it needs as a prerequisite (topology's
+# needs proto's): users relink when either changes, and only objects go in.
 $(B)/lib%.a:
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(filter %.o,$^)
 
 unit: all
 	@tests/run-unit.sh $(UNIT_TESTS)

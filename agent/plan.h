@@ -149,33 +149,28 @@ struct isle__rundir_file {
 };
 
 /*
- * Opens the run root (creating it and its parents 0755 if missing). It must
- * be a real directory (not a symlink) owned by the caller's euid and not
- * writable by group or others. Returns an O_DIRECTORY fd or a negative
- * errno with err filled.
+ * Opens the run root by proto's trusted walk (isle_rundir_open), creating
+ * it and its parents 0755 if missing: every component from "/" must be a
+ * real directory owned by root and not writable by group or others. Returns
+ * an O_DIRECTORY fd or a negative errno with err naming the component.
  */
 int isle__rundir_open_root(const char *root, char *err, size_t errlen);
 
-/* 0 if id is usable as a directory name: [A-Za-z0-9_.-], not "." or "..". */
-int isle__rundir_check_id(const char *id, char *err, size_t errlen);
-
 /*
  * Creates <root>/<id>/ afresh (an old one is removed first) holding the
- * given files, each created with O_EXCL|O_NOFOLLOW. Files end up 0640 and
- * the directory 0750, owned by the caller (root) with group gid (the job's
- * group; (gid_t)-1 keeps the caller's): the job's user can read the plan
- * but write nothing, so nothing of theirs outlives the job. The group gets
- * the directory only once complete. On failure nothing is left behind.
+ * given files, each created with O_EXCL|O_NOFOLLOW. All of it is owned by
+ * the caller (root) and group root, 0600 files in a 0700 directory, and
+ * reader (the job's user; (uid_t)-1 or the caller: none) gets read access
+ * through a POSIX ACL entry, on the directory only once complete: the
+ * job's user, and no other, reads the plan but writes nothing, so nothing
+ * of theirs outlives the job. -EOPNOTSUPP on a file system without ACLs.
+ * On failure nothing is left behind.
  */
-int isle__rundir_write(int rootfd, const char *id, gid_t gid,
+int isle__rundir_write(int rootfd, const char *id, uid_t reader,
 		       const struct isle__rundir_file *files, int nfiles,
 		       char *err, size_t errlen);
 
-/*
- * Removes <root>/<id>/ and everything below it, however deep, without
- * following symlinks or crossing mounts. A missing directory is not an
- * error.
- */
-int isle__rundir_remove(int rootfd, const char *id, char *err, size_t errlen);
+/* The job id check and removal are proto's (isle_rundir_check_id,
+ * isle_rundir_remove): the SPANK prolog clears a leftover directory too. */
 
 #endif /* ISLE_AGENT_PLAN_H */

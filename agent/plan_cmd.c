@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +29,6 @@ static const char usage_text[] =
     "usage: isle-agent plan write --job ID --nodes HOSTLIST\n"
     "                  --gpus-per-node IDX --cluster FILE --rundir DIR\n"
     "                  [--node-gpus NODE=IDX]... [--node NAME] [--uid UID]\n"
-    "                  [--gid GID]\n"
     "                  [--compress CODEC] [--policy TIER=CODEC,...]\n"
     "                  [--rank-order hostlist|topology]\n"
     "       isle-agent plan show  (same options but --rundir, --uid):\n"
@@ -45,10 +43,9 @@ static const char usage_text[] =
     "                      $SLURMD_NODENAME, else the first node)\n"
     "  --cluster FILE      cluster file (islectl build)\n"
     "  --rundir DIR        root of the run directories, e.g. /run/isle\n"
-    "  --uid UID           the job's user (its primary group reads the\n"
-    "                      files unless --gid is given)\n"
-    "  --gid GID           group that reads the files (the job's group);\n"
-    "                      they stay owned by root, 0640 in a 0750 dir\n"
+    "  --uid UID           the job's user, the one reader of the files\n"
+    "                      besides root (they stay root:root, with an\n"
+    "                      ACL entry for UID)\n"
     "  --compress CODEC    the user's --isle-compress (network levels)\n"
     "  --policy P          admin codec per tier, e.g.\n"
     "                      island=none,leaf=bf16,spine=int8,core=int8\n"
@@ -62,7 +59,6 @@ struct plan_args {
 	const char *compress, *policy;
 	int topo_order; /* --rank-order topology */
 	uid_t uid;
-	gid_t gid;
 	int noverride;
 	const char *override_node[MAX_OVERRIDES];
 	uint64_t override_gpus[MAX_OVERRIDES];
@@ -88,7 +84,6 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"cluster", required_argument, NULL, 'c'},
 	    {"rundir", required_argument, NULL, 'r'},
 	    {"uid", required_argument, NULL, 'u'},
-	    {"gid", required_argument, NULL, 'U'},
 	    {"compress", required_argument, NULL, 'C'},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"rank-order", required_argument, NULL, 'R'},
@@ -107,7 +102,6 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return -1;
 	}
 	a->uid = getuid();
-	a->gid = (gid_t)-1;
 	a->node = getenv("SLURMD_NODENAME");
 	optind = 2;
 	opterr = 1;
@@ -161,16 +155,6 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			if (errno || *end || end == optarg || v > 0x7fffffffUL)
 				return usage("--uid wants a numeric uid");
 			a->uid = (uid_t)v;
-			break;
-		}
-		case 'U': {
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || v > 0x7fffffffUL)
-				return usage("--gid wants a numeric gid");
-			a->gid = (gid_t)v;
 			break;
 		}
 		case 'C':
@@ -306,22 +290,10 @@ static int cmd_show(const struct plan_args *a)
 	return EXIT_PLAN_OK;
 }
 
-/*
- * The group that reads the run dir: --gid, else the --uid user's primary
- * group when root hands it over, else the caller's own (tests).
- */
-static gid_t reader_gid(const struct plan_args *a)
+/* The one reader of the run dir besides root: the job's user (--uid). */
+static uid_t reader_uid(const struct plan_args *a)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-
-	if (a->gid != (gid_t)-1)
-		return a->gid;
-	if (geteuid() != 0 || a->uid == 0)
-		return (gid_t)-1;
-	if (getpwuid_r(a->uid, &pw, buf, sizeof(buf), &res) || !res)
-		return 0; /* unknown user: root's group, nobody else */
-	return res->pw_gid;
+	return a->uid;
 }
 
 static int cmd_write(const struct plan_args *a)
@@ -335,7 +307,7 @@ static int cmd_write(const struct plan_args *a)
 	    need(a->gpus, "--gpus-per-node") || need(a->cluster, "--cluster") ||
 	    need(a->rundir, "--rundir"))
 		return usage(NULL);
-	if (isle__rundir_check_id(a->job, err, sizeof(err)))
+	if (isle_rundir_check_id(a->job, err, sizeof(err)))
 		return usage(err);
 	rootfd = isle__rundir_open_root(a->rundir, err, sizeof(err));
 	if (rootfd < 0) {
@@ -355,7 +327,7 @@ static int cmd_write(const struct plan_args *a)
 		for (int i = 0; i < 3; i++)
 			files[i] = (struct isle__rundir_file){
 			    names[i], r.buf[i], r.len[i]};
-		rc = isle__rundir_write(rootfd, a->job, reader_gid(a), files, 3,
+		rc = isle__rundir_write(rootfd, a->job, reader_uid(a), files, 3,
 					err, sizeof(err));
 		rendered_free(&r);
 	}
@@ -368,7 +340,7 @@ static int cmd_write(const struct plan_args *a)
 		files[0] = (struct isle__rundir_file){
 		    ISLE_RUNDIR_ERROR, line,
 		    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1};
-		if (isle__rundir_write(rootfd, a->job, reader_gid(a), files, 1,
+		if (isle__rundir_write(rootfd, a->job, reader_uid(a), files, 1,
 				       werr, sizeof(werr)))
 			fprintf(stderr, "isle-agent plan: %s\n", werr);
 	}
@@ -384,14 +356,14 @@ static int cmd_remove(const struct plan_args *a)
 
 	if (need(a->job, "--job") || need(a->rundir, "--rundir"))
 		return usage(NULL);
-	if (access(a->rundir, F_OK) && errno == ENOENT)
+	rootfd = isle_rundir_open(a->rundir, 0, err, sizeof(err));
+	if (rootfd == -ENOENT)
 		return EXIT_PLAN_OK; /* nothing was ever written here */
-	rootfd = isle__rundir_open_root(a->rundir, err, sizeof(err));
 	if (rootfd < 0) {
 		fprintf(stderr, "isle-agent plan: %s\n", err);
 		return EXIT_PLAN_USAGE;
 	}
-	rc = isle__rundir_remove(rootfd, a->job, err, sizeof(err));
+	rc = isle_rundir_remove(rootfd, a->job, err, sizeof(err));
 	close(rootfd);
 	if (rc) {
 		fprintf(stderr, "isle-agent plan: %s\n", err);

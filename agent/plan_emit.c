@@ -122,6 +122,14 @@ int isle__plan_emit_nccl_env(const struct isle__plan *p, const char *topo_file,
 	uint64_t nics = local_nics(p);
 	const char *sep = "";
 
+	/* Each name becomes part of a NAME=VALUE line the task exports: the
+	 * loaders checked them, and a model built any other way is checked
+	 * here (a newline would be a line of its own). */
+	if (isle_name_check(n->name))
+		return -EINVAL;
+	for (int i = 0; i < n->nnics && i < 64; i++)
+		if ((nics & (1ULL << i)) && isle_name_check(n->nics[i].name))
+			return -EINVAL;
 	fprintf(f,
 		"# NCCL settings for job %s on %s, written by isle-agent.\n"
 		"# The SPANK plugin exports them unless the job already "

@@ -12,7 +12,10 @@
  *                   the tasks as ISLE_* variables: the table below, parsed
  *                   by isle_job_opt_parse / isle_job_env_parse, written by
  *                   isle_job_opt_format (SPANK plugin, controller, agent)
- *   run directory   <rundir>/<jobid>/ file names (agent writes, SPANK reads)
+ *   run directory   <rundir>/<jobid>/ file names, and the trusted walk to
+ *                   them (agent writes, SPANK reads)
+ *   names           the one check of every identifier that reaches an env
+ *                   line, XML, a path or a log (isle_name_check)
  *   cluster file    where isle.json is looked up by default
  *   node JSON       the version isle-agent writes and topology reads
  *   decision        StateSaveLocation/isle/job_<id>.json: named by
@@ -275,6 +278,64 @@ ISLE_PROTO_API const char *isle_job_opt_format(const struct isle_job_opts *o,
 #define ISLE_RUNDIR_NCCL_XML "nccl-topo.xml" /* NCCL_TOPO_FILE */
 #define ISLE_RUNDIR_NCCL_ENV "nccl.env"	     /* NAME=VALUE lines */
 #define ISLE_RUNDIR_ERROR "error" /* one line: why there is no plan */
+
+/*
+ * The trusted walk (proto/rundir.c), for the writer (isle-agent, root) and
+ * the reader (the SPANK task side, the job's user) alike: every component
+ * of an absolute path, from "/" down, is opened relative to the one above
+ * with O_NOFOLLOW and must be a directory owned by root (or by the caller)
+ * and not writable by group or others; on the way (not as the last
+ * component) a root-owned sticky directory such as /tmp is allowed. err
+ * names the component at fault ("run dir /x/run/isle: /x is owned by uid
+ * 65534, not root"). Returns an O_DIRECTORY descriptor or a negative
+ * errno (-EPERM untrusted, -ENOENT missing, -EINVAL not absolute or with
+ * "." or ".." components). With create, missing components are made 0755.
+ */
+ISLE_PROTO_API int isle_rundir_open(const char *path, int create, char *err,
+				    size_t errlen);
+
+/* <root>/<id>/ by the walk above, itself checked the same way. */
+ISLE_PROTO_API int isle_rundir_open_job(const char *root, const char *id,
+					char *err, size_t errlen);
+
+/*
+ * Reads file name of directory dfd into a new NUL-terminated string
+ * (*out, caller frees): opened with O_NOFOLLOW, it must be a regular file
+ * owned by root (or the caller), not writable by group or others, and at
+ * most max bytes (-EFBIG). -ENOENT when missing.
+ */
+ISLE_PROTO_API int isle_rundir_read(int dfd, const char *name, size_t max,
+				    char **out, char *err, size_t errlen);
+
+/* 0 if id is usable as a directory name: 1-64 of [A-Za-z0-9_.-], not "."
+ * or "..". */
+ISLE_PROTO_API int isle_rundir_check_id(const char *id, char *err,
+					size_t errlen);
+
+/*
+ * Removes <root>/<id>/ (rootfd from isle_rundir_open) and everything below
+ * it, however deep, without following symlinks or crossing mounts; what
+ * is there instead of a directory (a file, a link) goes too. A missing
+ * directory is not an error. One descriptor at a time, no recursion.
+ */
+ISLE_PROTO_API int isle_rundir_remove(int rootfd, const char *id, char *err,
+				      size_t errlen);
+
+/* ---------------------------------------------------------------- names */
+
+/*
+ * Identifiers that reach an environment line, XML, a path, a host list or
+ * a log (node, switch, rack and NIC names, GPU bus ids) are 1 to
+ * ISLE_NAME_MAX of [A-Za-z0-9_.:-], not starting with '-', '.' or ':'.
+ * isle_name_check returns 0 for such a name, else the first byte at fault
+ * (or -1 for an empty or too long name). isle_name_error fills err with
+ * "WHAT 'NAME': character ';' not allowed ..." (the name escaped) and
+ * returns -EINVAL, or 0 for a good name.
+ */
+#define ISLE_NAME_MAX 255
+ISLE_PROTO_API int isle_name_check(const char *name);
+ISLE_PROTO_API int isle_name_error(const char *what, const char *name,
+				   char *err, size_t errlen);
 
 /* --------------------------------------------------------- cluster file */
 

@@ -5,7 +5,7 @@
 # plugins, islectl and the fuzz targets link it.
 
 PROTO_SRCS := proto/plan.c proto/plan_scan.c proto/codec.c proto/jobopt.c \
-	      proto/layout.c
+	      proto/layout.c proto/rundir.c proto/name.c
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS   += $(PROTO_OBJS)
 PROTO_LDLIBS := -ljson-c
@@ -18,5 +18,13 @@ UNIT_TESTS += $(B)/tests/test_proto
 $(B)/tests/unit/test_proto.o: CPPFLAGS += \
 	-DPROTO_GOLDEN_DIR='"$(CURDIR)/tests/golden/proto"'
 $(B)/tests/test_proto: $(B)/tests/unit/test_proto.o $(B)/libisle_proto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+# The trusted run-dir walk and the name check (needs root for the
+# ownership cases, skipped otherwise).
+UNIT_TESTS += $(B)/tests/test_proto_rundir
+$(B)/tests/test_proto_rundir: $(B)/tests/unit/test_proto_rundir.o \
+			      $(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROTO_LDLIBS) $(CMOCKA_LIBS) $(LDLIBS)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -401,51 +402,107 @@ static const char *_compress(const struct isle__spank_state *st, char *buf,
 	return NULL;
 }
 
+/* `isle-agent plan remove` for the job's run dir on this node. */
+static void _remove_plan(const struct isle__spank_state *st, uint32_t job_id,
+			 const char *rundir)
+{
+	char jobid[16];
+	char *argv[8];
+	int rc;
+
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
+	argv[0] = (char *)_agent(&st->policy);
+	argv[1] = "plan";
+	argv[2] = "remove";
+	argv[3] = "--job";
+	argv[4] = jobid;
+	argv[5] = "--rundir";
+	argv[6] = (char *)rundir;
+	argv[7] = NULL;
+	rc = _run_agent(argv, _agent_timeout(&st->policy));
+	if (rc)
+		slurm_error("isle: job %u: %s plan remove failed (status %d)",
+			    job_id, argv[0], rc);
+}
+
+/*
+ * A directory of this job id left from before (a crash, or an id used
+ * again after the controller's state was wiped) must never reach the
+ * job's tasks, whatever happens next: the prolog removes it first, in
+ * process (proto's removal: no links followed, no mount crossed), since
+ * the agent may be the very thing that fails.
+ */
+static void _clear_leftover(uint32_t job_id, const char *rundir)
+{
+	char jobid[16], err[512];
+	int rootfd;
+
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
+	rootfd = isle_rundir_open(rundir, 0, err, sizeof(err));
+	if (rootfd == -ENOENT)
+		return;
+	if (rootfd < 0) {
+		slurm_error("isle: job %u: %s", job_id, err);
+		return;
+	}
+	if (faccessat(rootfd, jobid, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		slurm_info("isle: job %u: removing a leftover %s/%s", job_id,
+			   rundir, jobid);
+		if (isle_rundir_remove(rootfd, jobid, err, sizeof(err)))
+			slurm_error("isle: job %u: %s", job_id, err);
+	}
+	close(rootfd);
+}
+
 int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	const char *nodes = getenv("SLURM_JOB_NODELIST");
 	const char *gpus = getenv("SLURM_JOB_GPUS");
-	char rundir[512], cluster[512], jobid[16], uid[16], gid[16], codec[64];
+	char rundir[512], cluster[512], jobid[16], uid[16], codec[64];
 	char **argv = NULL, **node_gpus = NULL;
 	uint32_t job_id = 0;
 	uid_t job_uid = 0;
-	gid_t job_gid = 0;
-	int ac = 0, rc, nng;
+	int ac = 0, rc, nng = 0;
 
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &job_gid) != ESPANK_SUCCESS) {
-		slurm_error("isle: prolog: no job id, uid or gid; no plan");
+	    spank_get_item(sp, S_JOB_UID, &job_uid) != ESPANK_SUCCESS) {
+		slurm_error("isle: prolog: no job id or uid; no plan");
 		return 0;
 	}
+	if (!isle__spank_plans_enabled(&st->policy))
+		return 0; /* and the tasks look for none */
+	if (!node ||
+	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir))) {
+		slurm_error("isle: job %u: bad rundir= in plugstack.conf, or "
+			    "no SLURMD_NODENAME; no plan",
+			    job_id);
+		return 0;
+	}
+	_clear_leftover(job_id, rundir);
 	if (_load_options(sp, st)) {
 		slurm_error("isle: job %u: options unreadable; no plan",
 			    job_id);
-		return 0;
+		goto out;
 	}
-	if (st->job.shim == ISLE_SHIM_OFF ||
-	    !isle__spank_plans_enabled(&st->policy))
-		return 0;
-	/* Not a GPU job here: nothing to plan, and no message either. */
-	if (!gpus || !*gpus || !nodes || !*nodes)
-		return 0;
-	if (!node ||
-	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)) ||
-	    _cluster_path(&st->policy, cluster, sizeof(cluster))) {
-		slurm_error("isle: job %u: bad rundir= or cluster= in "
-			    "plugstack.conf, or no SLURMD_NODENAME; no plan",
+	/* Shim off, or not a GPU job here: nothing to plan, no message. */
+	if (st->job.shim == ISLE_SHIM_OFF || !gpus || !*gpus || !nodes ||
+	    !*nodes)
+		goto out;
+	if (_cluster_path(&st->policy, cluster, sizeof(cluster))) {
+		slurm_error("isle: job %u: bad cluster= in plugstack.conf; no "
+			    "plan",
 			    job_id);
-		return 0;
+		goto out;
 	}
 	snprintf(jobid, sizeof(jobid), "%u", job_id);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)job_uid);
-	snprintf(gid, sizeof(gid), "%u", (unsigned)job_gid);
 	/* One node: SLURM_JOB_GPUS is all there is to know. */
 	nng = strpbrk(nodes, ",[") ? _node_gpu_args(job_id, &node_gpus) : 0;
 	argv = calloc(AGENT_FIXED_ARGS + (nng > 0 ? nng : 0), sizeof(*argv));
 	if (nng < 0 || !argv) {
 		slurm_error("isle: job %u: out of memory; no plan", job_id);
+		nng = 0;
 		goto out;
 	}
 
@@ -466,8 +523,6 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	argv[ac++] = rundir;
 	argv[ac++] = "--uid";
 	argv[ac++] = uid;
-	argv[ac++] = "--gid";
-	argv[ac++] = gid;
 	if (_compress(st, codec, sizeof(codec))) {
 		argv[ac++] = "--compress";
 		argv[ac++] = codec;
@@ -481,17 +536,21 @@ int isle__spank_job_prolog(spank_t sp, struct isle__spank_state *st)
 	argv[ac] = NULL;
 
 	rc = _run_agent(argv, _agent_timeout(&st->policy));
-	if (rc == 0)
+	if (rc == 0) {
 		slurm_verbose("isle: job %u: plan in %s/%u", job_id, rundir,
 			      job_id);
-	else if (rc == 1) /* the reason is in the run dir for the job */
+		goto out;
+	}
+	if (rc == 1) { /* the reason is in the run dir for the job */
 		slurm_info("isle: job %u: no plan on %s; the job runs without "
 			   "the shim",
 			   job_id, node);
-	else
-		slurm_error("isle: job %u: %s plan write failed (status %d); "
-			    "the job runs without the shim",
-			    job_id, argv[0], rc);
+		goto out;
+	}
+	slurm_error("isle: job %u: %s plan write failed (status %d); the job "
+		    "runs without the shim",
+		    job_id, argv[0], rc);
+	_clear_leftover(job_id, rundir); /* what it may have left half done */
 out:
 	for (int i = 0; i < nng; i++)
 		free(node_gpus[i]);
@@ -503,31 +562,19 @@ out:
 int isle__spank_job_epilog(spank_t sp, struct isle__spank_state *st)
 {
 	const char *node = getenv("SLURMD_NODENAME");
-	char rundir[512], jobid[16];
+	char rundir[512];
 	uint32_t job_id = 0;
-	char *argv[8];
-	int rc;
 
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
 		return 0;
-	/* The prolog planned GPU jobs only. Whatever the options say now,
-	 * clean up: it may have run with other ones (a requeued job). */
-	if (!getenv("SLURM_JOB_GPUS") || !node ||
-	    !isle__spank_plans_enabled(&st->policy) ||
+	/* Whatever the options say now, clean up: the prolog may have run
+	 * with other ones (a requeued job). */
+	if (!node || !isle__spank_plans_enabled(&st->policy) ||
 	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)))
 		return 0;
-	snprintf(jobid, sizeof(jobid), "%u", job_id);
-	argv[0] = (char *)_agent(&st->policy);
-	argv[1] = "plan";
-	argv[2] = "remove";
-	argv[3] = "--job";
-	argv[4] = jobid;
-	argv[5] = "--rundir";
-	argv[6] = rundir;
-	argv[7] = NULL;
-	rc = _run_agent(argv, _agent_timeout(&st->policy));
-	if (rc)
-		slurm_error("isle: job %u: %s plan remove failed (status %d)",
-			    job_id, argv[0], rc);
+	if (getenv("SLURM_JOB_GPUS"))
+		_remove_plan(st, job_id, rundir);
+	else
+		_clear_leftover(job_id, rundir);
 	return 0;
 }

@@ -14,8 +14,9 @@
  * The batch script is no rank and gets none of it.
  * --isle-shim=off turns all of it off. Without a plan (the agent failed,
  * or never ran) the task runs unchanged and task 0 of each step prints why
- * to the job's stderr. Reading the files as the user is the permission
- * check: only the job's user can.
+ * to the job's stderr. The files are trusted only when root wrote them,
+ * all the way from "/" (proto's trusted walk); reading them as the user is
+ * the permission check: only the job's user can (its ACL entry).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +31,9 @@
 
 #include "spank_isle.h"
 
-#define MAX_SMALL_FILE 65536
+/* plan.json and nccl.env: a plan is a line per rank and level. */
+#define MAX_SMALL_FILE (16 << 20)
+#define MAX_XML_FILE (1 << 20)
 
 int isle__spank_remote_post_opt(spank_t sp, struct isle__spank_state *st)
 {
@@ -65,37 +68,6 @@ static int _export_options(spank_t sp, const struct isle__spank_state *st)
 		}
 	}
 	return 0;
-}
-
-/* Reads a small file of the run dir into a new string; NULL if absent. */
-static char *_slurp(const char *dir, const char *name)
-{
-	char path[1024], *buf = NULL;
-	ssize_t n, got = 0;
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-	    (int)sizeof(path))
-		return NULL;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	buf = malloc(MAX_SMALL_FILE + 1);
-	while (buf && got < MAX_SMALL_FILE &&
-	       (n = read(fd, buf + got, MAX_SMALL_FILE - got)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		got += n;
-	}
-	close(fd);
-	if (buf)
-		buf[got] = '\0';
-	return buf;
 }
 
 /* Sets NAME=VALUE lines of nccl.env that the job did not set itself. */
@@ -252,15 +224,15 @@ static int _step_matches_plan(spank_t sp, uint32_t ntasks, char *why,
 	return 0;
 }
 
-/* The node the plan at path puts RANK on (proto's reader, the shim's).
- * 0 if found. */
-static int _plan_rank_node(const char *path, uint32_t rank, char *node,
-			   size_t len)
+/* The node the plan (text, read from path) puts RANK on (proto's reader,
+ * the shim's). 0 if found. */
+static int _plan_rank_node(const char *text, const char *path, uint32_t rank,
+			   char *node, size_t len)
 {
 	struct isle_plan *plan = NULL;
 	int rc = -1;
 
-	if (isle_plan_read(path, &plan, NULL, 0))
+	if (isle_plan_parse(text, strlen(text), path, &plan, NULL, 0))
 		return -1;
 	if (rank < (uint32_t)plan->nranks &&
 	    strlen(plan->ranks[rank].node) < len) {
@@ -283,11 +255,11 @@ static void _say_shim_off(uint32_t job_id, const char *node, const char *why)
 
 int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 {
-	char node[256], rundir[512], dir[600], path[700], why[1024];
-	char plan_node[256];
+	char node[256], rundir[512], jobid[16], dir[600], path[700];
+	char why[1024], err[768], plan_node[256];
 	uint32_t job_id = 0, step_id = 0, ntasks = 0, task_gid = 0;
-	int task_id = -1, match;
-	char *text;
+	int task_id = -1, match, dfd = -1, rc;
+	char *text = NULL, *plan_text = NULL;
 
 	if (!st->resolved)
 		return 0;
@@ -316,29 +288,46 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 		ESPANK_SUCCESS ||
 	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)))
 		return 0;
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
 	snprintf(dir, sizeof(dir), "%s/%u", rundir, job_id);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_PLAN);
-	if (access(path, R_OK)) {
+	/*
+	 * Nothing of the run dir is trusted unless root wrote it: every
+	 * component from "/" is root's and writable by nobody else, and so are
+	 * the files (proto's trusted walk). The paths handed to the task stay
+	 * valid: nobody but root can change what they name.
+	 */
+	dfd = isle_rundir_open_job(rundir, jobid, err, sizeof(err));
+	if (dfd >= 0)
+		rc = isle_rundir_read(dfd, ISLE_RUNDIR_PLAN, MAX_SMALL_FILE,
+				      &plan_text, err, sizeof(err));
+	else
+		rc = dfd;
+	if (rc) {
 		if (task_id != 0)
-			return 0;
-		text = _slurp(dir, ISLE_RUNDIR_ERROR);
-		if (text) {
+			goto out;
+		if (rc == -ENOENT && dfd >= 0 &&
+		    !isle_rundir_read(dfd, ISLE_RUNDIR_ERROR, MAX_SMALL_FILE,
+				      &text, NULL, 0)) {
 			_say_shim_off(job_id, node, text);
-			free(text);
-		} else {
-			snprintf(path, sizeof(path),
+		} else if (rc == -ENOENT) {
+			snprintf(why, sizeof(why),
 				 "no plan in %s (the job prolog did not write "
 				 "one: see the slurmd log)",
 				 dir);
-			_say_shim_off(job_id, node, path);
+			_say_shim_off(job_id, node, why);
+		} else {
+			slurm_error("isle: job %u: %s: not trusted", job_id,
+				    err);
+			snprintf(why, sizeof(why), "%s: not trusted", err);
+			_say_shim_off(job_id, node, why);
 		}
-		return 0;
+		goto out;
 	}
 	/* The batch script is no rank: its srun steps get their own
 	 * settings, and nothing leaks into steps run with --isle-shim=off. */
 	if (step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP)
-		return 0;
+		goto out;
 	why[0] = '\0';
 	if ((match = _step_matches_plan(sp, ntasks, why, sizeof(why))) < 1) {
 		uint32_t rank = 1;
@@ -351,8 +340,9 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 			rank = (uint32_t)task_id;
 		if (rank == 0 && why[0] && st->user.set && ntasks > 1)
 			_say_shim_off(job_id, node, why);
-		return 0;
+		goto out;
 	}
+	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_PLAN);
 	/*
 	 * Slurm's task layout against the plan's rank -> node map (26.05
 	 * orders nodes by topology/isle's ranks, 24.11 by the hostlist, and
@@ -363,7 +353,8 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	 */
 	if (task_id == 0 &&
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &task_gid) == ESPANK_SUCCESS &&
-	    !_plan_rank_node(path, task_gid, plan_node, sizeof(plan_node)) &&
+	    !_plan_rank_node(plan_text, path, task_gid, plan_node,
+			     sizeof(plan_node)) &&
 	    strcmp(plan_node, node)) {
 		snprintf(why, sizeof(why),
 			 "Slurm started task %u on %s, the plan puts rank %u "
@@ -374,17 +365,20 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 		_say_shim_off(job_id, node, why);
 	}
 	spank_setenv(sp, ISLE_PLAN_ENV, path, 1);
-	snprintf(path, sizeof(path), "%s/%s", dir, ISLE_RUNDIR_NCCL_XML);
-	if (!access(path, R_OK))
+	if (!isle_rundir_read(dfd, ISLE_RUNDIR_NCCL_XML, MAX_XML_FILE, &text,
+			      NULL, 0)) {
+		snprintf(path, sizeof(path), "%s/%s", dir,
+			 ISLE_RUNDIR_NCCL_XML);
 		spank_setenv(sp, "NCCL_TOPO_FILE", path, 0);
-	text = _slurp(dir, ISLE_RUNDIR_NCCL_ENV);
-	if (text) {
-		_export_nccl_env(sp, text);
 		free(text);
+		text = NULL;
 	}
+	if (!isle_rundir_read(dfd, ISLE_RUNDIR_NCCL_ENV, MAX_SMALL_FILE, &text,
+			      NULL, 0))
+		_export_nccl_env(sp, text);
 	/* A single task has nobody to reduce with. */
 	if (!st->policy.shim_path[0] || ntasks < 2)
-		return 0;
+		goto out;
 	/*
 	 * Checked here, in the task: container plugins listed before isle
 	 * (pyxis) have set up the step's mount namespace by now, so a path
@@ -406,10 +400,15 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 				 st->policy.shim_path);
 			_say_shim_off(job_id, node, msg);
 		}
-		return 0;
+		goto out;
 	}
 	if (_preload_shim(sp, st->policy.shim_path) && task_id == 0)
 		_say_shim_off(job_id, node,
 			      "LD_PRELOAD is too long to add the shim to");
+out:
+	free(text);
+	free(plan_text);
+	if (dfd >= 0)
+		close(dfd);
 	return 0;
 }

@@ -48,4 +48,11 @@ int isle__cmd_explain(int argc, char **argv);
 int isle__explain_print(const char *path, int json, FILE *out, char *err,
 			size_t errlen);
 
+/*
+ * isle's "isle: ..." segment of the admin_comment field of a job in
+ * `scontrol --json show job` output (json), copied into buf. 0, or -ENOENT
+ * when there is no such job, field or segment.
+ */
+int isle__explain_admin_comment(const char *json, char *buf, size_t len);
+
 #endif /* ISLE_ISLECTL_H */

@@ -5,8 +5,9 @@
  *
  * topology/isle writes a job's record when the job starts and removes it
  * when Slurm purges the job (MinJobAge); it survives slurmctld restarts. A
- * pending job has no record yet: its latest decision is the "isle:" line
- * of its AdminComment, which explain then prints (through scontrol).
+ * pending job has no record yet: its latest decision is the "isle:"
+ * segment of its AdminComment, which explain then reads from Slurm's JSON
+ * record of the job (`scontrol --json`), a field the user cannot write.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -252,27 +253,78 @@ static int _state_dir_from_conf(const char *conf, char *dir, size_t len)
 	return found ? 0 : -ENOENT;
 }
 
-/* The "isle: ..." part of a job's AdminComment, from `scontrol show job`
- * (the decision of a job that has not started). 0 or -ENOENT. */
-static int _admin_comment_line(unsigned long job_id, char *buf, size_t len)
+/*
+ * The "isle: ..." segment of the admin_comment in Slurm's JSON record of a
+ * job (`scontrol --json show job`). Only an operator or the controller can
+ * write admin_comment, and a field is not a text line: a user's comment
+ * cannot pose as isle's word. isle's segment is the whole comment or
+ * follows " | " (slurm_plugin's _merge_admin_comment). 0 or -ENOENT.
+ */
+int isle__explain_admin_comment(const char *json, char *buf, size_t len)
 {
-	char cmd[64], line[8192];
-	FILE *p;
+	json_object *root = json_tokener_parse(json), *jobs, *job, *ac;
+	const char *s, *isle = NULL;
 	int rc = -ENOENT;
 
-	snprintf(cmd, sizeof(cmd), "scontrol show job %lu 2>/dev/null", job_id);
-	if (!(p = popen(cmd, "r")))
-		return -ENOENT;
-	while (fgets(line, sizeof(line), p)) {
-		char *ac = strstr(line, "AdminComment="), *isle;
-
-		if (!ac || !(isle = strstr(ac, "isle: ")))
-			continue;
-		isle[strcspn(isle, "\r\n")] = '\0';
+	if (!root || !json_object_object_get_ex(root, "jobs", &jobs) ||
+	    !json_object_is_type(jobs, json_type_array) ||
+	    json_object_array_length(jobs) != 1)
+		goto out;
+	job = json_object_array_get_idx(jobs, 0);
+	if (!json_object_object_get_ex(job, "admin_comment", &ac) ||
+	    !json_object_is_type(ac, json_type_string))
+		goto out;
+	s = json_object_get_string(ac);
+	if (!strncmp(s, "isle: ", 6))
+		isle = s;
+	else if ((isle = strstr(s, " | isle: ")))
+		isle += 3;
+	if (isle) {
 		snprintf(buf, len, "%s", isle);
 		rc = 0;
 	}
+out:
+	json_object_put(root);
+	return rc;
+}
+
+/* isle's AdminComment segment for a job that has not started. */
+static int _admin_comment_line(unsigned long job_id, char *buf, size_t len)
+{
+	char cmd[80], *json = NULL;
+	size_t used = 0, cap = 0;
+	int rc = -ENOENT;
+	FILE *p;
+
+	/* The id is a number parsed from the whole argument: no shell
+	 * metacharacter can reach this command line. */
+	snprintf(cmd, sizeof(cmd), "scontrol --json show job %lu 2>/dev/null",
+		 job_id);
+	if (!(p = popen(cmd, "r")))
+		return -ENOENT;
+	for (;;) {
+		size_t n;
+
+		if (used + 4096 + 1 > cap) {
+			char *q;
+
+			if (cap >= (64u << 20)) /* not a job record */
+				goto out;
+			cap = cap ? 2 * cap : 65536;
+			if (!(q = realloc(json, cap)))
+				goto out;
+			json = q;
+		}
+		n = fread(json + used, 1, 4096, p);
+		used += n;
+		if (n < 4096)
+			break;
+	}
+	json[used] = '\0';
+	rc = isle__explain_admin_comment(json, buf, len);
+out:
 	pclose(p);
+	free(json);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "isle_proto.h"
 #include "json_fast.h"
 #include "topo_priv.h"
 
@@ -262,14 +263,31 @@ static int check_keys(struct jl *j, struct jv *obj, const char *const *allowed)
 	return 0;
 }
 
-/* A node or switch name usable in host lists and topology.conf. */
-static int check_name(struct jl *j, const char *name)
+/* A name that may reach a host list, topology.conf, an env line, XML or a
+ * path: proto's one check. key NULL: the value at the current path. */
+static int check_name(struct jl *j, const char *key, const char *name)
 {
-	int c = isle__bad_name_char(name);
+	char msg[256];
 
-	if (c)
-		return jerr_key(j, -EINVAL, "name",
-				"'%s': character '%c' not allowed", name, c);
+	if (!isle_name_error(NULL, name, msg, sizeof(msg)))
+		return 0;
+	return key ? jerr_key(j, -EINVAL, key, "%s", msg)
+		   : jerr(j, -EINVAL, "%s", msg);
+}
+
+/* Free text (a GPU model) shown in logs: printable ASCII, bounded. */
+static int check_text(struct jl *j, const char *key, const char *text)
+{
+	size_t n = strlen(text);
+
+	if (n > 127)
+		return jerr_key(j, -EINVAL, key, "longer than 127 characters");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)text[i] < 0x20 ||
+		    (unsigned char)text[i] >= 0x7f)
+			return jerr_key(j, -EINVAL, key,
+					"byte 0x%02x not allowed",
+					(unsigned char)text[i]);
 	return 0;
 }
 
@@ -444,14 +462,15 @@ static int load_racks(struct jl *j, struct jv *root, int pass)
 
 		if (jv_is(item, JV_STR)) {
 			name = jv_str(item);
-			if (!*name)
-				rc = jerr(j, -EINVAL, "empty string");
+			rc = check_name(j, NULL, name);
 		} else {
 			rc = expect(j, item, J_OBJ);
 			if (!rc)
 				rc = check_keys(j, item, keys);
 			if (!rc)
 				rc = get_str(j, item, "name", 1, &name);
+			if (!rc)
+				rc = check_name(j, "name", name);
 		}
 		if (rc)
 			break;
@@ -518,7 +537,7 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 			if (!rc)
 				rc = get_str(j, item, "name", 1, &name);
 			if (!rc)
-				rc = check_name(j, name);
+				rc = check_name(j, "name", name);
 			if (!rc)
 				rc =
 				    define(j, j->seen_switches, name, "switch");
@@ -635,8 +654,12 @@ static int load_gpus(struct jl *j, struct jv *node, int ni,
 			rc = check_keys(j, item, keys);
 		if (!rc)
 			rc = get_str(j, item, "bus_id", 0, &bus);
+		if (!rc && bus)
+			rc = check_name(j, "bus_id", bus);
 		if (!rc)
 			rc = get_str(j, item, "model", 0, &model);
+		if (!rc && model)
+			rc = check_text(j, "model", model);
 		if (!rc)
 			rc = get_int(j, item, "numa", 0, -1, 4095, &numa);
 		if (!rc &&
@@ -728,6 +751,8 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 			rc = check_keys(j, item, keys);
 		if (!rc)
 			rc = get_str(j, item, "name", 1, &name);
+		if (!rc)
+			rc = check_name(j, "name", name);
 		if (rc)
 			break;
 		for (k = 0; k < n->nnics && strcmp(n->nics[k].name, name); k++)
@@ -815,7 +840,7 @@ static int load_node_one(struct jl *j, struct jv *item, const char *name)
 	const char *rack = NULL;
 	int rc, ni;
 
-	rc = check_name(j, name);
+	rc = check_name(j, "name", name);
 	if (rc)
 		return rc;
 	ni = isle_topo_find_node(j->t, name);
@@ -837,6 +862,8 @@ static int load_node_one(struct jl *j, struct jv *item, const char *name)
 			rc = load_gpu_nic(j, ni, g, gpu_nics[g]);
 	if (!rc)
 		rc = get_str(j, item, "rack", 0, &rack);
+	if (!rc && rack)
+		rc = check_name(j, "rack", rack);
 	if (!rc && rack) {
 		int r = rack_index(j, rack);
 
@@ -911,6 +938,8 @@ static int load_domains(struct jl *j, struct jv *root)
 			rc = check_keys(j, item, keys);
 		if (!rc)
 			rc = get_str(j, item, "name", 1, &name);
+		if (!rc)
+			rc = check_name(j, "name", name);
 		if (!rc)
 			rc = get_num(j, item, "bw_gbps", 0, &bw);
 		if (!rc)

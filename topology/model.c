@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isle_proto.h"
 #include "model_priv.h"
 
 /* Defaults of the communication tiers; a cluster file overrides them. */
@@ -72,10 +73,9 @@ int isle__err(int rc, char *err, size_t errlen, const char *fmt, ...)
 
 int isle__bad_name_char(const char *name)
 {
-	for (const char *p = name; *p; p++)
-		if (isspace((unsigned char)*p) || strchr(",[]=#\"", *p))
-			return (unsigned char)*p;
-	return 0;
+	int c = isle_name_check(name);
+
+	return c < 0 ? '?' : c;
 }
 
 int isle__grow(void **arr, int *cap, int need, size_t sz)

@@ -1,8 +1,9 @@
 # topology module: the cluster model library, its loaders and emitters, and
 # islectl. Appends to LIBS_A BINS UNIT_TESTS BENCHES (see Makefile).
 
-# Libraries a user of libisle_topo.a links after it.
-TOPO_LDLIBS := -ljson-c
+# Libraries a user of libisle_topo.a links after it: proto's name check
+# (isle_name_check) and json-c.
+TOPO_LDLIBS := $(B)/libisle_proto.a -ljson-c
 
 TOPO_SRCS := topology/model.c topology/index.c topology/hostlist.c \
 	     topology/json_load.c topology/json_save.c topology/lint.c \
@@ -13,7 +14,7 @@ TOPO_OBJS := $(TOPO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(TOPO_OBJS)
 
 LIBS_A += $(B)/libisle_topo.a
-$(B)/libisle_topo.a: $(TOPO_OBJS)
+$(B)/libisle_topo.a: $(TOPO_OBJS) $(B)/libisle_proto.a
 
 # islectl: one file per subcommand beside islectl.c (see topology/islectl.h);
 # formats of other modules come through libisle_proto.a.

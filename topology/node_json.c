@@ -37,6 +37,33 @@ static int jerr(struct ctx *c, const char *path, const char *fmt, ...)
 			 path, msg);
 }
 
+/* An identifier (host, NIC, bus id) through proto's one name check. */
+static int check_name(struct ctx *c, const char *path, const char *key,
+		      const char *name)
+{
+	char msg[200];
+
+	if (!name || !isle_name_error(NULL, name, msg, sizeof(msg)))
+		return 0;
+	return jerr(c, path, "\"%s\": %s", key, msg);
+}
+
+/* Free text (a GPU model): printable ASCII, at most 127 bytes. */
+static int check_text(struct ctx *c, const char *path, const char *key,
+		      const char *text)
+{
+	size_t n = text ? strlen(text) : 0;
+
+	if (n > 127)
+		return jerr(c, path, "\"%s\": longer than 127 characters", key);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)text[i] < 0x20 ||
+		    (unsigned char)text[i] >= 0x7f)
+			return jerr(c, path, "\"%s\": byte 0x%02x not allowed",
+				    key, (unsigned char)text[i]);
+	return 0;
+}
+
 /* Optional member of a type; *out NULL when absent or JSON null. */
 static int member(struct ctx *c, json_object *o, const char *path,
 		  const char *key, json_type type, json_object **out)
@@ -144,6 +171,8 @@ static int merge_nics(struct ctx *c, isle_topo *t, int node, json_object *nics,
 		if (rc == 0 && !name)
 			rc = jerr(c, path, "\"name\" is missing");
 		if (rc == 0)
+			rc = check_name(c, path, "name", name);
+		if (rc == 0)
 			rc = parse_guid(c, o, path, "port_guid", &guid);
 		if (rc == 0)
 			rc = get_int(c, o, path, "numa", -1, -1, 4095, &numa);
@@ -216,7 +245,11 @@ static int merge_gpus(struct ctx *c, isle_topo *t, int node, json_object *gpus,
 			return jerr(c, path, "should be an object");
 		rc = get_str(c, o, path, "bus_id", &bus);
 		if (rc == 0)
+			rc = check_name(c, path, "bus_id", bus);
+		if (rc == 0)
 			rc = get_str(c, o, path, "model", &model);
+		if (rc == 0)
+			rc = check_text(c, path, "model", model);
 		if (rc == 0)
 			rc = get_int(c, o, path, "numa", -1, -1, 4095, &numa);
 		if (rc == 0)
@@ -314,6 +347,8 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 	rc = get_str(c, root, "$", "hostname", &host);
 	if (rc == 0 && (!host || !*host))
 		rc = jerr(c, "$.hostname", "missing");
+	if (rc == 0)
+		rc = check_name(c, "$", "hostname", host);
 	if (rc == 0)
 		rc = member(c, root, "$", "gpus", json_type_array, &gpus);
 	if (rc == 0)
@@ -445,9 +480,18 @@ static int fabric_key(const char *buf, const char *name, char *key, size_t len,
 	    json_object_object_get_ex(f, "cluster_uuid", &u) &&
 	    json_object_is_type(u, json_type_string) &&
 	    json_object_object_get_ex(f, "clique", &q) &&
-	    json_object_is_type(q, json_type_int))
-		snprintf(key, len, "%s/%d", json_object_get_string(u),
+	    json_object_is_type(q, json_type_int)) {
+		/* The domain's name: it reaches the plan and cluster files. */
+		snprintf(key, len, "%s:%d", json_object_get_string(u),
 			 json_object_get_int(q));
+		if (isle_name_check(key)) {
+			json_object_put(root);
+			return isle__err(-EINVAL, err, errlen,
+					 "%s: $.fabric.cluster_uuid: '%s' is "
+					 "not a UUID",
+					 name, json_object_get_string(u));
+		}
+	}
 	json_object_put(root);
 	return 0;
 }

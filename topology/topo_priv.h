@@ -31,9 +31,8 @@ void isle__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int isle__err(int rc, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* First character of name that cluster files, host lists and Slurm
- * configuration cannot carry in a node or switch name (blanks and
- * , [ ] = # "), or 0 when the name is fine. */
+/* First byte of name that proto's name check (isle_name_check) refuses
+ * ('?' for an empty or too long name), or 0 when the name is fine. */
 int isle__bad_name_char(const char *name);
 
 /* The library's one whole-file reader: *out is the file's contents,

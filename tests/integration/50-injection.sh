@@ -8,10 +8,11 @@
 #     readable, and its ranks are exactly the granted nodes x GRES indices (in
 #     rank order); NCCL_TOPO_FILE parses (xmllint) and describes the node's 4
 #     GPUs; NCCL_IB_HCA comes from nccl.env; LD_PRELOAD holds the job's own
-#     entry first, then the shim. The run dir is 0750, its files 0640, owned by
-#     root with the job's group: the job's user reads the plan but cannot
-#     write there; another user (nobody) can reach the directory above but
-#     cannot read the plan. After the job, the run dir is gone on every node.
+#     entry first, then the shim. The run dir and its files are root:root,
+#     the job's user reads them through an ACL entry of its own but cannot
+#     write there; another user (nobody), and another user of the job's own
+#     group, can reach the directory above but cannot read the plan. After
+#     the job, the run dir is gone on every node.
 #  2. srun --isle-shim=off: no ISLE_PLAN, no shim in LD_PRELOAD; srun -m
 #     cyclic (ranks not in the plan's order): no plan, the reason on stderr.
 #  3. Bad plan inputs: a job on n04 (not in the cluster file) and a job while
@@ -127,14 +128,16 @@ done | sort -k1,1 -s)
 for n in $(scontrol show hostnames "$nodes"); do
 	d=$(rundir_of "$n")/$job
 	[ -d "$d" ] || fail "$d missing while job $job runs"
+	# Group bits are the ACL mask when the job's user has an entry.
+	if [ "$job_uid" != 0 ]; then want_d=750 want_f=640; else want_d=700 want_f=600; fi
 	read -r mode owner group <<<"$(stat -c '%a %u %g' "$d")"
-	[ "$mode" = 750 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
-		fail "$d: mode $mode owner $owner:$group (want 750 0:$job_gid)"
+	[ "$mode" = "$want_d" ] && [ "$owner" = 0 ] && [ "$group" = 0 ] ||
+		fail "$d: mode $mode owner $owner:$group (want $want_d 0:0)"
 	for f in plan.json nccl.env nccl-topo.xml; do
 		[ -f "$d/$f" ] && [ ! -L "$d/$f" ] || fail "$d/$f missing"
 		read -r mode owner group <<<"$(stat -c '%a %u %g' "$d/$f")"
-		[ "$mode" = 640 ] && [ "$owner" = 0 ] && [ "$group" = "$job_gid" ] ||
-			fail "$d/$f: mode $mode owner $owner:$group"
+		[ "$mode" = "$want_f" ] && [ "$owner" = 0 ] && [ "$group" = 0 ] ||
+			fail "$d/$f: mode $mode owner $owner:$group (want $want_f 0:0)"
 	done
 	chmod 0755 "$ISLE_CLUSTER_DIR/run" "$ISLE_CLUSTER_DIR/run/isle"
 	if [ "$job_uid" != 0 ]; then
@@ -145,6 +148,13 @@ for n in $(scontrol show hostnames "$nodes"); do
 		if "${as_job[@]}" mkdir "$d/mine" 2>/dev/null ||
 			"${as_job[@]}" sh -c "echo x >>'$d/plan.json'" 2>/dev/null; then
 			fail "the job's user can write in $d"
+		fi
+		# The group is no boundary: another user of the job's group.
+		peer=(setpriv --reuid=$((job_uid == 65533 ? 65532 : 65533)) --regid="$job_gid" --clear-groups --)
+		"${peer[@]}" test -x "$(rundir_of "$n")" || fail "a peer cannot reach $(rundir_of "$n") (test setup)"
+		if "${peer[@]}" cat "$d/plan.json" >/dev/null 2>&1 ||
+			"${peer[@]}" ls "$d" >/dev/null 2>&1; then
+			fail "another user of the job's group (gid $job_gid) can read $d"
 		fi
 	fi
 	runuser -u nobody -- test -x "$(rundir_of "$n")" || fail "nobody cannot reach $(rundir_of "$n") (test setup)"

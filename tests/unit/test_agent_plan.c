@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -572,11 +575,32 @@ static int tmp_teardown(void **state)
 	return 0;
 }
 
+/* In a child with uid and gid (and no other group): can it read path? */
+static int can_read_as(const char *path, uid_t uid, gid_t gid)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		char c;
+		int fd;
+
+		if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+		    setresuid(uid, uid, uid))
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		_exit(fd >= 0 && read(fd, &c, 1) == 1 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 0;
+}
+
 static void test_rundir_write(void **state)
 {
 	struct tmp *t = *state;
-	/* Root lets another group read; others keep their own group. */
-	gid_t gid = geteuid() == 0 ? 65534 : getegid();
+	/* Root hands the files to another user; others keep them. */
+	uid_t reader = geteuid() == 0 ? 65534 : (uid_t)-1;
 	struct isle__rundir_file files[] = {
 	    {"plan.json", "{}\n", 3},
 	    {"nccl.env", "A=1\n", 4},
@@ -584,56 +608,68 @@ static void test_rundir_write(void **state)
 	char path[512], err[256];
 	struct stat st;
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "101", gid, files, 2,
+	assert_int_equal(isle__rundir_write(t->rootfd, "101", reader, files, 2,
 					    err, sizeof(err)),
 			 0);
-	/* The user reads, but owns and can write nothing: root keeps it. */
+	/* The user reads, but owns and can write nothing: root keeps it,
+	 * group root, the group bits the ACL mask (r-x / r--). */
 	snprintf(path, sizeof(path), "%s/101", t->root);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
-	assert_int_equal(st.st_mode & 07777, 0750);
+	assert_int_equal(st.st_mode & 07777, geteuid() == 0 ? 0750 : 0700);
 	assert_int_equal(st.st_uid, geteuid());
-	assert_int_equal(st.st_gid, gid);
 	snprintf(path, sizeof(path), "%s/101/plan.json", t->root);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
-	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_mode & 07777, geteuid() == 0 ? 0640 : 0600);
 	assert_int_equal(st.st_uid, geteuid());
-	assert_int_equal(st.st_gid, gid);
 	assert_int_equal(st.st_size, 3);
+	if (geteuid() == 0) {
+		/* Group root, and the group is no way in (finding 2): the
+		 * reader can, another user of the reader's group or of
+		 * root's group cannot. */
+		assert_int_equal(st.st_gid, 0);
+		assert_int_equal(
+		    getxattr(path, "system.posix_acl_access", NULL, 0), 44);
+		assert_int_equal(can_read_as(path, 65534, 65534), 1);
+		assert_int_equal(can_read_as(path, 65533, 65534), 0);
+		assert_int_equal(can_read_as(path, 65533, 0), 0);
+	}
 
 	/* Rewriting (a requeued job) starts afresh. */
-	assert_int_equal(isle__rundir_write(t->rootfd, "101", gid, files + 1, 1,
-					    err, sizeof(err)),
+	assert_int_equal(isle__rundir_write(t->rootfd, "101", reader, files + 1,
+					    1, err, sizeof(err)),
 			 0);
 	assert_int_equal(lstat(path, &st), -1);
 
-	assert_int_equal(
-	    isle__rundir_remove(t->rootfd, "101", err, sizeof(err)), 0);
+	assert_int_equal(isle_rundir_remove(t->rootfd, "101", err, sizeof(err)),
+			 0);
 	snprintf(path, sizeof(path), "%s/101", t->root);
 	assert_int_equal(lstat(path, &st), -1);
 	/* Removing twice is fine (epilog after a failed prolog). */
-	assert_int_equal(
-	    isle__rundir_remove(t->rootfd, "101", err, sizeof(err)), 0);
+	assert_int_equal(isle_rundir_remove(t->rootfd, "101", err, sizeof(err)),
+			 0);
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "../x", gid, files, 1,
+	assert_int_equal(isle__rundir_write(t->rootfd, "../x", reader, files, 1,
 					    err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(isle__rundir_check_id("..", NULL, 0), -EINVAL);
-	assert_int_equal(isle__rundir_check_id("a/b", NULL, 0), -EINVAL);
-	assert_int_equal(isle__rundir_check_id("123_4.x", NULL, 0), 0);
+	assert_int_equal(isle_rundir_check_id("..", NULL, 0), -EINVAL);
+	assert_int_equal(isle_rundir_check_id("a/b", NULL, 0), -EINVAL);
+	assert_int_equal(isle_rundir_check_id("123_4.x", NULL, 0), 0);
 }
 
 static void test_rundir_symlinks(void **state)
 {
 	struct tmp *t = *state;
 	struct isle__rundir_file f = {"plan.json", "{}\n", 3};
-	char victim[512], path[512], link[512], err[256];
+	char base[400], victim[600], path[600], link[600], err[1024];
 	struct stat st;
 	int fd;
 
 	/* A file outside the tree that links inside point to. */
-	snprintf(victim, sizeof(victim), "%s/../victim", t->root);
+	snprintf(base, sizeof(base), "%s", t->root);
+	*strrchr(base, '/') = '\0'; /* the root's parent */
+	snprintf(victim, sizeof(victim), "%s/victim", base);
 	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "keep", 4), 4);
@@ -652,13 +688,13 @@ static void test_rundir_symlinks(void **state)
 	snprintf(link, sizeof(link), "%s/203", t->root);
 	assert_int_equal(symlink(path, link), 0);
 
-	assert_int_equal(isle__rundir_write(t->rootfd, "202", getegid(), &f, 1,
+	assert_int_equal(isle__rundir_write(t->rootfd, "202", (uid_t)-1, &f, 1,
 					    err, sizeof(err)),
 			 0);
-	assert_int_equal(
-	    isle__rundir_remove(t->rootfd, "202", err, sizeof(err)), 0);
-	assert_int_equal(
-	    isle__rundir_remove(t->rootfd, "203", err, sizeof(err)), 0);
+	assert_int_equal(isle_rundir_remove(t->rootfd, "202", err, sizeof(err)),
+			 0);
+	assert_int_equal(isle_rundir_remove(t->rootfd, "203", err, sizeof(err)),
+			 0);
 	/* Nothing outside was touched or followed. */
 	assert_int_equal(lstat(victim, &st), 0);
 	assert_int_equal(st.st_size, 4);
@@ -667,11 +703,11 @@ static void test_rundir_symlinks(void **state)
 	assert_int_equal(lstat(link, &st), -1);
 
 	/* A run root that is a symlink or writable by others is refused. */
-	snprintf(link, sizeof(link), "%s/../rootlink", t->root);
+	snprintf(link, sizeof(link), "%s/rootlink", base);
 	assert_int_equal(symlink(t->root, link), 0);
 	assert_true(isle__rundir_open_root(link, err, sizeof(err)) < 0);
-	assert_non_null(strstr(err, "symlink"));
-	snprintf(path, sizeof(path), "%s/../open", t->root);
+	assert_non_null(strstr(err, "rootlink is a symbolic link"));
+	snprintf(path, sizeof(path), "%s/open", base);
 	assert_int_equal(mkdir(path, 0777), 0);
 	assert_int_equal(chmod(path, 0777), 0);
 	assert_int_equal(isle__rundir_open_root(path, err, sizeof(err)),
@@ -725,8 +761,8 @@ static void test_rundir_remove_deep(void **state)
 	close(fd);
 	close(dfd);
 
-	assert_int_equal(
-	    isle__rundir_remove(t->rootfd, "303", err, sizeof(err)), 0);
+	assert_int_equal(isle_rundir_remove(t->rootfd, "303", err, sizeof(err)),
+			 0);
 	assert_int_equal(fstatat(t->rootfd, "303", &st, AT_SYMLINK_NOFOLLOW),
 			 -1);
 	assert_int_equal(errno, ENOENT);

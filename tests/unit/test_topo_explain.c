@@ -220,10 +220,54 @@ static void test_command_line(void **state)
 	assert_int_equal(isle__cmd_explain(1, no_id), 2);
 }
 
+/*
+ * isle's word comes from the admin_comment field of Slurm's JSON record
+ * (finding 4): a user's comment that imitates "AdminComment=isle: ..." is
+ * another field and never read.
+ */
+static void test_admin_comment(void **state)
+{
+	char buf[256];
+
+	assert_int_equal(
+	    isle__explain_admin_comment(
+		"{\"jobs\": [{\"job_id\": 7, \"admin_comment\": \"isle: "
+		"waiting: no placement now\", \"comment\": \"AdminComment="
+		"isle: tp=8 placed on the best island\"}]}",
+		buf, sizeof(buf)),
+	    0);
+	assert_string_equal(buf, "isle: waiting: no placement now");
+	/* An operator's note first, then isle's segment. */
+	assert_int_equal(
+	    isle__explain_admin_comment(
+		"{\"jobs\": [{\"admin_comment\": \"ticket 12 | isle: planned "
+		"tp=8\"}]}",
+		buf, sizeof(buf)),
+	    0);
+	assert_string_equal(buf, "isle: planned tp=8");
+	/* Only the user's comment speaks of isle: nothing to show. */
+	assert_int_equal(
+	    isle__explain_admin_comment(
+		"{\"jobs\": [{\"admin_comment\": \"\", \"comment\": "
+		"\"AdminComment=isle: forged\"}]}",
+		buf, sizeof(buf)),
+	    -ENOENT);
+	assert_int_equal(isle__explain_admin_comment(
+			     "{\"jobs\": [{\"comment\": \"isle: forged\"}]}",
+			     buf, sizeof(buf)),
+			 -ENOENT);
+	assert_int_equal(
+	    isle__explain_admin_comment("{\"jobs\": []}", buf, sizeof(buf)),
+	    -ENOENT);
+	assert_int_equal(
+	    isle__explain_admin_comment("not json", buf, sizeof(buf)), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_admin_comment),
 	    cmocka_unit_test(test_no_placement),
 	    cmocka_unit_test(test_control_chars),
 	    cmocka_unit_test(test_bad_records),

@@ -138,6 +138,7 @@ struct bad_case {
 	const char *err;
 };
 
+#define NAMES "(names are letters, digits, '_', '-', '.', ':')"
 #define N1 "{\"version\": 1, \"nodes\": [{\"name\": \"a\", \"gpus\": 2}, "
 
 static const struct bad_case bad_cases[] = {
@@ -157,7 +158,34 @@ static const struct bad_case bad_cases[] = {
     {N1 "{\"name\": \"a\"}]}", "t.json: $.nodes[1].name: duplicate node "
 			       "'a'"},
     {N1 "{\"name\": \"b c\"}]}",
-     "t.json: $.nodes[1].name: 'b c': character ' ' not allowed"},
+     "t.json: $.nodes[1].name: 'b c': character ' ' not allowed " NAMES},
+    /* Hostile names in every identifier field: each would reach an env
+     * line, the NCCL XML, a path, topology.conf or a log. */
+    {N1 "{\"name\": \"b\", \"nics\": [{\"name\": \"mlx5_0\\nNCCL_NET_"
+	"PLUGIN=/x/evil.so\\nNCCL_X\"}]}]}",
+     "t.json: $.nodes[1].nics[0].name: 'mlx5_0\\x0aNCCL_NET_PLUGIN=/x/evil"
+     ".so\\x0aNCCL_X': byte 0x0a not allowed " NAMES},
+    {N1 "{\"name\": \"b\", \"nics\": [{\"name\": \"mlx5_0,mlx5_9\"}]}]}",
+     "t.json: $.nodes[1].nics[0].name: 'mlx5_0,mlx5_9': character ',' not "
+     "allowed " NAMES},
+    {N1 "{\"name\": \"../etc\"}]}",
+     "t.json: $.nodes[1].name: '../etc': character '.' not allowed " NAMES},
+    {N1 "{\"name\": \"b\", \"rack\": \"r/1\"}]}",
+     "t.json: $.nodes[1].rack: 'r/1': character '/' not allowed " NAMES},
+    {N1 "{\"name\": \"b\", \"gpus\": [{\"bus_id\": \"0000:01:00.0\\\"/>"
+	"<x\"}]}]}",
+     "t.json: $.nodes[1].gpus[0].bus_id: '0000:01:00.0\"/><x': character "
+     "'\"' not allowed " NAMES},
+    {N1 "{\"name\": \"b\", \"gpus\": [{\"model\": \"H100\\u001b[2J\"}]}]}",
+     "t.json: $.nodes[1].gpus[0].model: byte 0x1b not allowed"},
+    {N1 "{\"name\": \"b\"}], \"domains\": [{\"name\": \"d<1>\", "
+	"\"nodes\": [\"a\"]}]}",
+     "t.json: $.domains[0].name: 'd<1>': character '<' not allowed " NAMES},
+    {N1 "{\"name\": \"b\"}], \"racks\": [\"r;1\"]}",
+     "t.json: $.racks[0]: 'r;1': character ';' not allowed " NAMES},
+    {"{\"version\": 1, \"switches\": [{\"name\": \"leaf$(id)\"}]}",
+     "t.json: $.switches[0].name: 'leaf$(id)': character '$' not "
+     "allowed " NAMES},
     {N1 "{\"name\": \"b\", \"gpus\": 65}]}",
      "t.json: $.nodes[1].gpus: 65 out of range [0, 64]"},
     {N1 "{\"name\": \"b\", \"gpus\": [{}, {\"numa\": 1.5}]}]}",
