@@ -8,6 +8,13 @@
 #      path forced, once per codec.
 # Writes its log to ${OUT:-build/gpu-check}/gpu-check.log.
 # Exit 0 pass, 1 fail, 77 no GPU.
+#
+# --prebuilt: skip step 1 and run what a machine with the build
+# dependencies made (build/lib, build/tests/gpu), for a GPU machine that has
+# CUDA and NCCL but not isle's build dependencies (json-c headers, nccl.h
+# under CUDA_HOME): json-c's runtime library is looked up in
+# build/gpu-libs (copy it there) and NCCL in CUDA_HOME, else in Python's
+# nvidia-nccl package.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -21,15 +28,29 @@ if ! nvidia-smi -L; then
 	exit 77
 fi
 
-# Only the GPU pieces: the Slurm part of the top-level deps check is not
-# needed here, so point make's deps stamp at a file that exists.
-stamp=$out/.deps-ok
-touch "$stamp"
 targets="build/lib/libisle_preload.so build/lib/libisle_nccl.so build/tests/gpu/codec_cuda_check build/tests/gpu/nccl_smoke"
-# sm_90 (H100/H200) only keeps the build short; override CUDA_ARCHS if needed.
-if ! make -j"$(nproc)" DEPS_OK="$stamp" CUDA_ARCHS="${CUDA_ARCHS:-90}" $targets; then
-	echo "run-gpu-check: FAIL: build"
-	exit 1
+if [ "${1:-}" = --prebuilt ]; then
+	for t in $targets; do
+		[ -f "$t" ] || { echo "run-gpu-check: FAIL: --prebuilt: $t missing"; exit 1; }
+	done
+	libs=$PWD/build/gpu-libs
+	cuda=${CUDA_HOME:-/usr/local/cuda}
+	if [ ! -e "$cuda/lib64/libnccl.so.2" ]; then
+		nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+		[ -n "$nccl" ] && libs=$libs:$nccl
+	fi
+	export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	echo "run-gpu-check: prebuilt binaries, LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+else
+	# Only the GPU pieces: the Slurm part of the top-level deps check is
+	# not needed here, so point make's deps stamp at a file that exists.
+	stamp=$out/.deps-ok
+	touch "$stamp"
+	# sm_90 (H100/H200) only keeps the build short; override CUDA_ARCHS.
+	if ! make -j"$(nproc)" DEPS_OK="$stamp" CUDA_ARCHS="${CUDA_ARCHS:-90}" $targets; then
+		echo "run-gpu-check: FAIL: build"
+		exit 1
+	fi
 fi
 
 fail=0
