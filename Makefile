@@ -9,7 +9,8 @@
 #   make install         PREFIX=/usr/local DESTDIR=  (plugins into Slurm's plugin dir)
 #   make print-slurm     the Slurm release, prefix, tree and plugin dir in use
 #   SLURM=26.05          the Slurm release for everything (plugins, test cluster,
-#                        tests, benchmarks, demo): 24.11 (default) or 26.05.
+#                        tests, benchmarks, demo): 24.11 (default), 25.11 or
+#                        26.05.
 #                        scripts/deps.sh --print maps it to the paths.
 #   SLURM_SRC=DIR SLURM_PREFIX=DIR
 #                        site mode: build against a site's configured Slurm
