@@ -70,6 +70,8 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	# tests/integration/62-valgrind-tools.sh: leak checks of the CLI tools
 	valgrind
+	# make rpm (rpmbuild; make deb needs dpkg-dev's tools only)
+	rpm
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
