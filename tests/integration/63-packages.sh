@@ -13,7 +13,11 @@
 #     layout (/usr, the shadow's plugin dir): a real slurmctld loads the
 #     packaged topology/isle and job_submit/isle, slurmd the packaged
 #     spank_isle.so, jobs get plans from the packaged isle-agent.
-#  5. dpkg -r removes every file.
+#  5. Next to a Slurm of another release (the first other one built on
+#     this host, if any), the packaged spank_isle.so in plugstack.conf:
+#     that release's sbatch prints isle's line naming both releases and the
+#     package to install, then Slurm's own refusal.
+#  6. dpkg -r removes every file.
 # Needs root, dpkg-buildpackage, rpmbuild (scripts/deps.sh installs them).
 set -euo pipefail
 
@@ -103,7 +107,26 @@ ISLE_SLURM_PREFIX=$slurm ISLE_INSTALLED_PREFIX=/usr ISLE_INSTALLED_PLUGIN_DIR=$p
 	{ cat "$work/55.log"; fail "test 55 on the installed package"; }
 sed 's/^/  55: /' "$work/55.log" | grep -E '55: (ok|PASS)'
 
-# --- 5. remove ----------------------------------------------------------------------
+# --- 5. next to another Slurm release ------------------------------------------
+cache=${ISLE_CACHE:-/opt/isle}
+other=
+for o in 24.11.5 25.11.7 26.05.3; do
+	[ "$o" != "$ver" ] && [ -f "$cache/slurm-$o/.isle-built" ] && { other=$o; break; }
+done
+if [ -n "$other" ]; then
+	printf 'ClusterName=isle63\nSlurmctldHost=localhost\nPlugStackConfig=%s\n' \
+		"$work/plugstack.conf" >"$work/slurm.conf"
+	echo "required $plugin_dir/spank_isle.so" >"$work/plugstack.conf"
+	out=$(SLURM_CONF=$work/slurm.conf timeout 60 "$cache/slurm-$other/bin/sbatch" --wrap true 2>&1) &&
+		fail "Slurm $other's sbatch accepted the $pkg plugin: $out"
+	echo "$out" | grep -q "isle: $plugin_dir/spank_isle.so was built for Slurm $ver (libslurm API [0-9]*) but is loaded by Slurm ${other%.*} (libslurm API [0-9]*); .*install the package built for it (isle-slurm-${other%.*})" ||
+		fail "Slurm $other's sbatch: no isle line naming both releases: $out"
+	echo "ok: next to Slurm $other: $(echo "$out" | grep -m1 'isle: ')"
+else
+	echo "note: no other Slurm release built here: the wrong-release line is not checked"
+fi
+
+# --- 6. remove ----------------------------------------------------------------------
 dpkg_wait -r "$pkg" >"$work/dpkg-r.log" || { cat "$work/dpkg-r.log"; fail "dpkg -r $pkg"; }
 installed=
 while read -r f; do
