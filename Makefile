@@ -7,9 +7,12 @@
 #   make bench           benchmarks (isle vs baselines, ratios)
 #   make demo            the end-to-end demo on a local test cluster
 #   make install         PREFIX=/usr/local DESTDIR=  (plugins into Slurm's plugin dir)
+#   make deb, make rpm   packages isle-slurm-<release> for the Slurm built against
+#                        (packaging/; $(B)/pkg/); SLURM_PLUGIN_DIR= as for install
 #   make print-slurm     the Slurm release, prefix, tree and plugin dir in use
 #   SLURM=26.05          the Slurm release for everything (plugins, test cluster,
-#                        tests, benchmarks, demo): 24.11 (default) or 26.05.
+#                        tests, benchmarks, demo): 24.11 (default), 25.11 or
+#                        26.05.
 #                        scripts/deps.sh --print maps it to the paths.
 #   SLURM_SRC=DIR SLURM_PREFIX=DIR
 #                        site mode: build against a site's configured Slurm
@@ -126,6 +129,7 @@ endif
 
 else
 # --- Stage 2: the build ----------------------------------------------------
+comma := ,
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -160,7 +164,7 @@ BENCHES     :=
 ALL_OBJS    :=
 
 .PHONY: all deps test unit integration bench demo install clean format \
-	check-format print-slurm FORCE
+	check-format print-slurm deb rpm FORCE
 all:
 
 # Stage 1 has installed the dependencies; objects keep `| $(DEPS_OK)` as an
@@ -288,6 +292,60 @@ install: all
 	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(SHLIBS),install -m 0755 $(SHLIBS) $(DESTDIR)$(PREFIX)/lib/isle/)
 	$(if $(PLUGINS),install -m 0755 $(PLUGINS) $(DESTDIR)$(SLURM_PLUGIN_DIR)/)
+	install -d $(DESTDIR)$(PREFIX)/share/isle
+	printf '# The Slurm release the isle plugins were built for (make install)\nSLURM_VER=%s\nSLURM_PLUGIN_DIR=%s\n' \
+		'$(SLURM_VER)' '$(SLURM_PLUGIN_DIR)' >$(DESTDIR)$(PREFIX)/share/isle/slurm-release
+
+# --- Packages: isle-slurm-<major.minor> for the Slurm built against ---------
+# Both run `make install DESTDIR=` (PREFIX=/usr, plugins into
+# SLURM_PLUGIN_DIR) from the packaging tool, with the make arguments that
+# selected this Slurm. The name and version carry the Slurm release; so do
+# the package's fields and share/isle/slurm-release (docs/admin.md).
+SLURM_REL     := $(word 1,$(subst ., ,$(SLURM_VER))).$(word 2,$(subst ., ,$(SLURM_VER)))
+SLURM_REL_NEXT := $(word 1,$(subst ., ,$(SLURM_VER))).$(shell echo $$(($(word 2,$(subst ., ,$(SLURM_VER))) + 1)))
+PKG_NAME      := isle-slurm-$(SLURM_REL)
+ISLE_PKG_VERSION ?= $(shell d=$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null) && \
+			echo 0.1+git$$d.$$(git rev-parse --short HEAD) || echo 0.1)
+PKG_MAKE_ARGS := $(if $(ISLE_SITE),SLURM_SRC=$(SLURM_SRC) SLURM_PREFIX=$(SLURM_PREFIX),SLURM=$(SLURM))
+PKG_DIR       := $(abspath $(B))/pkg
+DEB_VERSION   := $(ISLE_PKG_VERSION)+slurm$(SLURM_VER)
+DEB_FILE      := $(PKG_DIR)/deb/$(PKG_NAME)_$(DEB_VERSION)_$(shell dpkg --print-architecture 2>/dev/null).deb
+# A Debian-packaged Slurm (the owner of its topology/tree plugin) becomes a
+# dependency, limited to this release.
+DEB_SLURM_PKG  = $(shell dpkg -S $(SLURM_PLUGIN_DIR)/topology_tree.so 2>/dev/null | sed -n '1s/:.*//p')
+
+deb: all
+	rm -rf $(PKG_DIR)/deb && mkdir -p $(PKG_DIR)/deb/src/debian/source
+	cp packaging/debian/rules packaging/debian/copyright $(PKG_DIR)/deb/src/debian/
+	cp packaging/debian/source/format $(PKG_DIR)/deb/src/debian/source/
+	sed -e 's|@PKG@|$(PKG_NAME)|' -e 's|@SLURM_VER@|$(SLURM_VER)|g' \
+		-e 's|@SLURM_PLUGIN_DIR@|$(SLURM_PLUGIN_DIR)|g' \
+		-e 's|@SLURM_DEPENDS@|$(if $(DEB_SLURM_PKG),$(comma) $(DEB_SLURM_PKG) (>= $(SLURM_REL))$(comma) $(DEB_SLURM_PKG) (<< $(SLURM_REL_NEXT)))|' \
+		packaging/debian/control.in >$(PKG_DIR)/deb/src/debian/control
+	sed -e 's|@VERSION@|$(DEB_VERSION)|' -e 's|@SLURM_VER@|$(SLURM_VER)|' \
+		-e "s|@DESCRIBE@|$$(git describe --always --dirty 2>/dev/null || echo unknown)|" \
+		-e "s|@DATE@|$$(date -R)|" packaging/debian/changelog.in >$(PKG_DIR)/deb/src/debian/changelog
+	cd $(PKG_DIR)/deb/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ISLE_TOP=$(CURDIR) \
+		ISLE_MAKE_ARGS='$(PKG_MAKE_ARGS)' ISLE_PLUGIN_DIR=$(SLURM_PLUGIN_DIR) \
+		dpkg-buildpackage -b -us -uc --no-check-builddeps >$(PKG_DIR)/deb/build.log 2>&1 || \
+		{ tail -30 $(PKG_DIR)/deb/build.log; exit 1; }
+	@echo "deb: $(DEB_FILE)"
+
+# RPMs: rpmbuild from packaging/rpm/isle.spec (Debian's rpm package).
+# RPM_SLURM_REQUIRES: the package Slurm's own spec installs the plugins
+# with (slurm); empty for none.
+RPM_SLURM_REQUIRES ?= slurm
+rpm: all
+	rm -rf $(PKG_DIR)/rpm && mkdir -p $(PKG_DIR)/rpm
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL rpmbuild -bb --nodeps \
+		--define '_topdir $(PKG_DIR)/rpm' --define 'isle_top $(CURDIR)' \
+		--define 'isle_make_args $(PKG_MAKE_ARGS)' --define 'isle_version $(ISLE_PKG_VERSION)' \
+		--define 'slurm_ver $(SLURM_VER)' --define 'slurm_rel $(SLURM_REL)' \
+		--define 'slurm_rel_next $(SLURM_REL_NEXT)' --define 'slurm_plugin_dir $(SLURM_PLUGIN_DIR)' \
+		--define 'slurm_requires $(RPM_SLURM_REQUIRES)' \
+		packaging/rpm/isle.spec >$(PKG_DIR)/rpm/build.log 2>&1 || \
+		{ tail -30 $(PKG_DIR)/rpm/build.log; exit 1; }
+	@echo "rpm: $$(ls $(PKG_DIR)/rpm/RPMS/*/$(PKG_NAME)-*.rpm)"
 
 clean:
 	rm -rf $(B)

@@ -13,11 +13,13 @@
 #                    from a release name to its paths
 #
 # Environment:
-#   SLURM          the Slurm release: 24.11 (default) or 26.05
+#   SLURM          the Slurm release: 24.11 (default), 25.11 or 26.05
 #                    24.11: 24.11.5 from Debian 13's source package (sha256 pinned)
+#                    25.11: 25.11.7 and
 #                    26.05: 26.05.3 from SLURM_TARBALL (sha256 checked against
 #                           a SHA256SUMS file beside it when there is one)
-#   SLURM_TARBALL  26.05 only; default <repo>/../shared/slurm/slurm-26.05.3.tar.xz
+#   SLURM_TARBALL  25.11 and 26.05 only; default
+#                  <repo>/../shared/slurm/slurm-<ver>.tar.xz
 #   ISLE_CACHE     cache root (default /opt/isle)
 #   ISLE_JOBS      parallel make jobs for Slurm (default: nproc)
 #
@@ -36,14 +38,14 @@ case $SLURM in
 	SLURM_SHA256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332
 	SLURM_TARBALL=$ISLE_CACHE/src/slurm-wlm_$SLURM_VER.orig.tar.gz
 	;;
-26.05 | 26.05.3)
-	SLURM_VER=26.05.3
-	SLURM_DEB_VER= # not from Debian: Debian's archive answers 404 for 26.05's tarball
+25.11 | 25.11.7 | 26.05 | 26.05.3)
+	case $SLURM in 25.11*) SLURM_VER=25.11.7 ;; *) SLURM_VER=26.05.3 ;; esac
+	SLURM_DEB_VER= # not from Debian: no Debian suite carries these releases
 	SLURM_SHA256=  # from SHA256SUMS beside the tarball, when present
 	SLURM_TARBALL=$(realpath -m "${SLURM_TARBALL:-$REPO_ROOT/../shared/slurm/slurm-$SLURM_VER.tar.xz}")
 	;;
 *)
-	echo "deps.sh: unknown Slurm release SLURM=$SLURM (known: 24.11, 26.05)" >&2
+	echo "deps.sh: unknown Slurm release SLURM=$SLURM (known: 24.11, 25.11, 26.05)" >&2
 	exit 2
 	;;
 esac
@@ -68,6 +70,8 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	# tests/integration/62-valgrind-tools.sh: leak checks of the CLI tools
 	valgrind
+	# make rpm (rpmbuild; make deb needs dpkg-dev's tools only)
+	rpm
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
@@ -163,7 +167,7 @@ fetch_slurm_debian() {
 	step=""
 }
 
-# 26.05: a release tarball the site provides (SLURM_TARBALL), checked against
+# 25.11, 26.05: a release tarball the site provides (SLURM_TARBALL), checked against
 # the SHA256SUMS beside it when there is one. Not copied: it is read in place.
 fetch_slurm_tarball() {
 	local tarball=$SLURM_TARBALL

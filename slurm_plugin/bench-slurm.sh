@@ -4,7 +4,7 @@
 # the Slurm release has it: 26.05) on the same 16-node GB200-like test
 # cluster (4 GPUs per node, NVLink domains of 4 nodes, leaf switches of 8
 # nodes), run by `make bench-slurm` on the release make selected
-# (SLURM=24.11|26.05; the harness takes ISLE_SLURM_PREFIX).
+# (SLURM=24.11|25.11|26.05; the harness takes ISLE_SLURM_PREFIX).
 #
 # Sequence: 1-node jobs hold n01 (1st node of nvl1) and n08 (4th node of
 # nvl2), then six 2-node --isle-tp=8 jobs, each submitted once the previous

@@ -4,12 +4,15 @@
  *
  * 24.11: one topology per controller, no context argument, topology_p_
  *        topology_{free,pack,unpack,print}.
- * 26.05: a topology_ctx_t per topology (topology.yaml may name several),
- *        topology_p_topoinfo_*, add_rm_node (dynamic nodes), eval_node,
- *        allow_one_node, get_rank (task layout), get_topology_str and
- *        per-job topology info kept in the job's saved state.
+ * 25.11: a topology_ctx_t per topology (topology.yaml may name several),
+ *        topology_p_topoinfo_*, add_rm_node (dynamic nodes),
+ *        get_topology_str and per-job topology info kept in the job's
+ *        saved state.
+ * 26.05: 25.11's interface plus eval_node and allow_one_node (cons_tres's
+ *        one-node path) and get_rank (task layout).
+ * docs/slurm-releases.md has the whole table.
  *
- * isle keeps one model per controller; on 26.05 a second topology naming
+ * isle keeps one model per controller; from 25.11 a second topology naming
  * topology/isle is refused at build_config with a message.
  */
 #include <string.h>
@@ -35,7 +38,7 @@ ISLE_EXPORT int fini(void)
 	return isle__topo_fini();
 }
 
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
 
 const bool isle__compat_has_jobinfo = true;
 
@@ -75,12 +78,25 @@ ISLE_EXPORT int topology_p_add_rm_node(node_record_t *node_ptr, char *unit,
 	return isle__nodes_add_rm(node_ptr, unit);
 }
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
 ISLE_EXPORT bool topology_p_allow_one_node(void *tctx)
 {
 	/* One-node jobs go through eval_nodes too: the engine picks the
 	 * node whose free GPUs share an island and fragment least. */
 	return false;
 }
+
+ISLE_EXPORT int topology_p_eval_node(topology_eval_t *topo_eval, int node_inx)
+{
+	return common_test_node(topo_eval, node_inx);
+}
+
+ISLE_EXPORT int topology_p_get_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
+				    uint32_t *size, void *tctx)
+{
+	return isle__nodes_rank(node_bitmap, node_rank, size);
+}
+#endif /* 26.05: 25.11 has no one-node path and lays tasks out by node_rank */
 
 /*
  * `scontrol show node` prints a node's topology_str: give each node of the
@@ -132,11 +148,6 @@ ISLE_EXPORT int topology_p_destroy_config(topology_ctx_t *tctx)
 	tctx->plugin_ctx = NULL;
 	isle_tctx = NULL;
 	return isle__topo_destroy_config();
-}
-
-ISLE_EXPORT int topology_p_eval_node(topology_eval_t *topo_eval, int node_inx)
-{
-	return common_test_node(topo_eval, node_inx);
 }
 
 ISLE_EXPORT int topology_p_eval_nodes(topology_eval_t *topo_eval)
@@ -244,12 +255,6 @@ ISLE_EXPORT void topology_p_get_topology_str(node_record_t *node_ptr,
 	xfree(unit);
 }
 
-ISLE_EXPORT int topology_p_get_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
-				    uint32_t *size, void *tctx)
-{
-	return isle__nodes_rank(node_bitmap, node_rank, size);
-}
-
 #elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0) &&                  \
     SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(25, 0, 0)
 
@@ -332,5 +337,5 @@ ISLE_EXPORT uint32_t topology_p_get_fragmentation(bitstr_t *node_mask)
 }
 
 #else
-#error "topology/isle supports Slurm 24.11 and 26.05, not " SLURM_VERSION_STRING
+#error "topology/isle supports Slurm 24.11, 25.11 and 26.05, not " SLURM_VERSION_STRING
 #endif

@@ -2,10 +2,11 @@
  * isle_compat.h - the seam between topology/isle and the Slurm release it is
  * built against.
  *
- * The plugin interface changed between 24.11 and 26.05 (entry points gained a
+ * The plugin interface changed between 24.11 and 25.11 (entry points gained a
  * topology context, topology_p_topology_* became topology_p_topoinfo_*,
- * add_rm_node, eval_node, get_rank, get_topology_str and per-job topology info
- * appeared). isle_compat.c is the only file that tests SLURM_VERSION_NUMBER:
+ * add_rm_node, get_topology_str and per-job topology info appeared) and
+ * again in 26.05 (eval_node, allow_one_node, get_rank; docs/slurm-releases.md).
+ * isle_compat.c is the only file that tests SLURM_VERSION_NUMBER:
  * it exports the entry points of the release at hand and calls the
  * release-neutral bodies declared here (topology_isle.c, isle_nodes.c,
  * isle_jobinfo.c). Everything else in the plugin is written once.
@@ -21,7 +22,7 @@
 
 int isle__topo_init(void);
 int isle__topo_fini(void);
-/* name: the topology's name (26.05 topology.yaml; "default" otherwise). */
+/* name: the topology's name (25.11+ topology.yaml; "default" otherwise). */
 int isle__topo_build_config(const char *name);
 int isle__topo_destroy_config(void);
 int isle__topo_eval_nodes(topology_eval_t *te);
@@ -34,7 +35,7 @@ int isle__topo_split_hostlist(hostlist_t *hl, hostlist_t ***sp_hl, int *count,
 int isle__topo_get(topology_data_t type, void *data);
 int isle__topoinfo_pack(void *ti, buf_t *buffer, uint16_t protocol_version);
 int isle__topoinfo_unpack(void **ti, buf_t *buffer, uint16_t protocol_version);
-/* unit: only the record of that name (26.05 `scontrol show topology unit=`) */
+/* unit: only the record of that name (25.11+ `scontrol show topology unit=`) */
 int isle__topoinfo_print(void *ti, char *nodes_list, const char *unit,
 			 char **out);
 uint32_t isle__topo_get_fragmentation(bitstr_t *node_mask);
@@ -42,7 +43,7 @@ uint32_t isle__topo_get_fragmentation(bitstr_t *node_mask);
 /* --- isle_nodes.c: nodes added, removed or moved at run time ------------ */
 
 /*
- * A node was created, deleted or given a new topology string (26.05
+ * A node was created, deleted or given a new topology string (25.11+
  * add_rm_node). unit: the part after "NAME:" of its Topology= value, or
  * NULL. The cluster file stays the truth about where a node is: a unit
  * naming a rack, island or switch the node is not in, or a node the file

@@ -28,6 +28,7 @@ static const struct {
 	const char *release;
 } releases[] = {
     {42, "24.11"},
+    {44, "25.11"},
     {45, "26.05"},
 };
 
@@ -73,16 +74,18 @@ static int _check(const char *what)
 		err_fn("isle: %s was built for Slurm %s (libslurm API %ld) "
 		       "but is loaded by Slurm %s (libslurm API %ld); Slurm "
 		       "does not load plugins of another release: rebuild "
-		       "isle against the running Slurm (make SLURM=%s)",
+		       "isle against the running Slurm (make SLURM=%s) or "
+		       "install the package built for it (isle-slurm-%s)",
 		       what, SLURM_VERSION_STRING, built, name, running,
-		       rel ? rel : "<release>");
+		       rel ? rel : "<release>", rel ? rel : "<release>");
 	else
 		fprintf(stderr,
 			"isle: %s was built for Slurm %s (libslurm API %ld) "
 			"but is loaded by Slurm %s (libslurm API %ld); rebuild "
-			"isle against the running Slurm (make SLURM=%s)\n",
+			"isle against the running Slurm (make SLURM=%s) or "
+			"install the package built for it (isle-slurm-%s)\n",
 			what, SLURM_VERSION_STRING, built, name, running,
-			rel ? rel : "<release>");
+			rel ? rel : "<release>", rel ? rel : "<release>");
 	return result = -EPROTO;
 }
 

@@ -1,6 +1,6 @@
 # slurm_plugin module: topology/isle (topology_isle.so), job_submit/isle
 # (job_submit_isle.so) and the isle SPANK plugin (spank_isle.so) for Slurm
-# 24.11 and 26.05 (one source; the release differences live in
+# 24.11, 25.11 and 26.05 (one source; the release differences live in
 # isle_compat.c). The formats they share with other processes (job
 # options, plan and run-dir names, cluster-file lookup, decision records)
 # come from libisle_proto.a.

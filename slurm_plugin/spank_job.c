@@ -127,13 +127,14 @@ static int _cluster_path(const struct isle__spank_policy *p, char *buf,
  * asks the topology plugin for node ranks (topology_p_get_rank) and the
  * step layout follows them unless SelectTypeParameters has
  * CR_NO_DIST_TOPO_BLOCK; topology/isle ranks by isle_topo_rank_order. 24.11
- * lays tasks out in hostlist order. With per-partition topologies
- * (topology.yaml) TopologyPlugin names none and hostlist is assumed; the
- * task-side check (spank_remote.c) names any disagreement.
+ * and 25.11 (no get_rank) lay tasks out in hostlist order. With
+ * per-partition topologies (topology.yaml) TopologyPlugin names none and
+ * hostlist is assumed; the task-side check (spank_remote.c) names any
+ * disagreement.
  */
 static const char *_rank_order(const slurm_conf_t *conf)
 {
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 0, 0)
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
 	if (conf && conf->topology_plugin &&
 	    strstr(conf->topology_plugin, "isle") &&
 	    (!conf->select_type || strstr(conf->select_type, "cons_tres")) &&

@@ -28,7 +28,7 @@
 #       libslurm) against the Slurm under test.
 #   isle_pt_topo [NAME]                   scontrol show topology, only the
 #       records named NAME or holding node NAME (24.11: `show topology NAME`;
-#       26.05 reads a bare NAME as a topology.yaml name: `node=NAME`).
+#       25.11 and 26.05 read a bare NAME as a topology.yaml name: `node=NAME`).
 
 ISLE_PT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ISLE_PT_PLUGINS=$ISLE_PT_REPO/build/slurm

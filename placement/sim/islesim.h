@@ -188,14 +188,14 @@ struct sim_policy_ctx *sim_policy_create(enum sim_policy p, const isle_topo *t,
 					 isle_place_ctx *eng, uint64_t seed);
 void sim_policy_destroy(struct sim_policy_ctx *pc);
 
-/* The Slurm release the baselines follow, as major*100+minor (2411,
+/* The Slurm release the baselines follow, as major*100+minor (2411, 2511,
  * 2605; 0: 24.11). From 26.05 cons_tres takes a job of at most one node
  * before the topology plugin's eval_nodes (_get_one_res): the first node
  * in node order (equal weights) that fits, under tree and block alike. */
 void sim_policy_set_release(struct sim_policy_ctx *pc, int release);
 
-/* "24.11" or "26.05" (a longer version such as 26.05.3 too) -> 2411,
- * 2605; -EINVAL otherwise. */
+/* "24.11", "25.11" or "26.05" (a longer version such as 26.05.3 too) ->
+ * 2411, 2511, 2605; -EINVAL otherwise. */
 int sim_release_parse(const char *s);
 
 /* Places req on free[]; fills res (nodes, masks, ranks) like isle_place.

@@ -46,7 +46,7 @@ static void usage(FILE *f)
 	    "  --load L         offered load, 0..1 (default 0.9)\n"
 	    "  --seed S         generator seed (default 1)\n"
 	    "  --slurm-release R  the Slurm release tree and block follow:"
-	    " 24.11 (default) | 26.05\n"
+	    " 24.11 (default) | 25.11 | 26.05\n"
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
 	    "[,train|infer]\n"
 	    "  --trace          print every job's placement and rank order\n"
@@ -783,7 +783,7 @@ int main(int argc, char **argv)
 			if ((c.slurm_release = sim_release_parse(optarg)) < 0) {
 				fprintf(stderr,
 					"islesim: --slurm-release: expected "
-					"24.11 or 26.05, not '%s'\n",
+					"24.11, 25.11 or 26.05, not '%s'\n",
 					optarg);
 				return 2;
 			}

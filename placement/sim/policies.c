@@ -587,6 +587,8 @@ int sim_release_parse(const char *s)
 		return -EINVAL;
 	if (maj == 24 && min == 11)
 		return 2411;
+	if (maj == 25 && min == 11)
+		return 2511;
 	if (maj == 26 && min == 5)
 		return 2605;
 	return -EINVAL;

@@ -106,7 +106,7 @@
 # does, since its daemons must serve the caller's shell).
 #
 # Environment: ISLE_SLURM_PREFIX (default $SLURM_PREFIX, else the prefix
-# scripts/deps.sh --print gives for release $SLURM, 24.11 or 26.05: e.g.
+# scripts/deps.sh --print gives for release $SLURM, 24.11, 25.11 or 26.05: e.g.
 # /opt/isle/slurm-24.11.5), ISLE_TMPDIR (parent of run dirs, default
 # $TMPDIR or /tmp), ISLE_KEEP=1, ISLE_NO_TRAP=1, ISLE_CLUSTER_QUIET=1,
 # ISLE_NO_NS=1, ISLE_SKIP_PORT_CHECK=1 (tests: let the daemon hit EADDRINUSE).
@@ -124,7 +124,7 @@ ISLE__REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$ISLE__REPO/tests/cluster/fabric.sh"
 # The Slurm release: ISLE_SLURM_PREFIX, else SLURM_PREFIX (make exports both
 # for the release it builds against), else the prefix scripts/deps.sh maps
-# SLURM (24.11 by default, or 26.05) to.
+# SLURM (24.11 by default, 25.11 or 26.05) to.
 if [ -z "${ISLE_SLURM_PREFIX:-}" ]; then
 	if [ -n "${SLURM_PREFIX:-}" ]; then
 		ISLE_SLURM_PREFIX=$SLURM_PREFIX

@@ -1,7 +1,8 @@
 #!/bin/bash
 # 03-slurm-release-switch: the Slurm release make builds against.
 #  1. `make print-slurm SLURM=X` gives the paths `scripts/deps.sh --print`
-#     maps X to (one mapping), for 24.11 and 26.05; an unknown release fails.
+#     maps X to (one mapping), for 24.11, 25.11 and 26.05; an unknown release
+#     fails.
 #  2. Objects compiled against one Slurm tree are not reused for another:
 #     in a copy of the working tree, an object of the SPANK plugin is built in
 #     site mode against the 24.11 tree, then against the same tree under a
@@ -33,7 +34,7 @@ run_make() {
 }
 
 fail=0
-for rel in 24.11 26.05; do
+for rel in 24.11 25.11 26.05; do
 	want=$(SLURM=$rel "$repo/scripts/deps.sh" --print | sed 's/ := /=/')
 	got=$(run_make print-slurm SLURM=$rel 2>&1) || true
 	if [ "$want" != "$got" ]; then

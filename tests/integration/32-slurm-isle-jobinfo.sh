@@ -1,7 +1,8 @@
 #!/bin/bash
-# 32-slurm-isle-jobinfo: what Slurm 26.05's topology interface lets isle
-# keep in Slurm itself, on an 8-node GB200-like cluster (NVLink domains nvl1
-# = n[01-04], nvl2 = n[05-08]; leaf1/rack1 and leaf2/rack2 likewise).
+# 32-slurm-isle-jobinfo: what the topology interface of Slurm 25.11 and
+# 26.05 lets isle keep in Slurm itself, on an 8-node GB200-like cluster
+# (NVLink domains nvl1 = n[01-04], nvl2 = n[05-08]; leaf1/rack1 and
+# leaf2/rack2 likewise).
 #  1. `scontrol show node` shows each node's isle topology:
 #     Topology=default:RACK:ISLAND:LEAF (get_topology_str).
 #  2. A running --isle-tp=8 job's decision is packed into Slurm's own job
@@ -21,7 +22,7 @@ isle_pt_setup
 ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{print $2}')
 case $ver in
 24.11.*)
-	echo "SKIP: Slurm $ver has no per-job topology info and no node topology strings (26.05: topology_p_jobinfo_*, topology_p_get_topology_str); there the decision lives in isle's own record"
+	echo "SKIP: Slurm $ver has no per-job topology info and no node topology strings (25.11 and 26.05: topology_p_jobinfo_*, topology_p_get_topology_str); there the decision lives in isle's own record"
 	exit 77
 	;;
 esac

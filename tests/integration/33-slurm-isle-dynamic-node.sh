@@ -3,13 +3,13 @@
 # node` (dynamic nodes, MaxNodeCount) takes part in isle's placement without
 # a reconfigure.
 #  The cluster file describes n[01-08] (nvl1 = n[01-04], nvl2 = n[05-08]);
-#  slurm.conf starts with n[01-04]. n05 is created with scontrol (26.05:
+#  slurm.conf starts with n[01-04]. n05 is created with scontrol (25.11+:
 #  with Topology=default:rack2:nvl2:leaf2, which isle checks against the
 #  cluster file) and its slurmd started. Then:
 #   - `scontrol show topology nvl2` lists n05 with its 4 free GPUs,
 #   - with n[01-04] held, a --isle-tp=4 job runs on n05 and its AdminComment
 #     is isle's decision (islands=nvl2), not a fallback,
-#   - on 26.05 `scontrol show node n05` shows Topology=default:rack2:nvl2:leaf2,
+#   - from 25.11 `scontrol show node n05` shows Topology=default:rack2:nvl2:leaf2,
 #     and a Topology= unit the cluster file contradicts is logged.
 set -euo pipefail
 

@@ -3,13 +3,15 @@
 # and loaded by the other.
 #  A test cluster of the running release (ISLE_SLURM_PREFIX) starts with the
 #  right plugins. slurmctld is stopped, topology_isle.so in the cluster's
-#  plugin dir is replaced by one built for the other release (24.11 <->
-#  26.05), and slurmctld started again. What the admin sees (24.11 running
+#  plugin dir is replaced by one built for another release (the first of
+#  the others that is built here: 24.11 -> 26.05, 25.11; 25.11 -> 24.11,
+#  26.05; 26.05 -> 24.11, 25.11), and slurmctld started again. What the admin sees (24.11 running
 #  a 26.05.3 plugin; the other way round reads alike):
 #    error: isle: .../topology_isle.so was built for Slurm 26.05.3 (libslurm
 #      API 45) but is loaded by Slurm 24.11 (libslurm API 42); Slurm does not
 #      load plugins of another release: rebuild isle against the running
-#      Slurm (make SLURM=24.11)
+#      Slurm (make SLURM=24.11) or install the package built for it
+#      (isle-slurm-24.11)
 #    plugin_load_from_file: Incompatible Slurm plugin .../topology_isle.so
 #      version (26.05.3)
 #    error: Couldn't find the specified plugin name for topology/isle ...
@@ -25,9 +27,10 @@
 #  (spank_isle.so ... built for Slurm X but is loaded by Slurm Y), then
 #  "Incompatible Slurm plugin", "spank: ...: Incompatible plugin version",
 #  "Failed to initialize plugin stack", and submits nothing.
-#  The other release's plugin: $ISLE_OTHER_PLUGIN if set, else built here
+#  The other release's plugin: $ISLE_OTHER_PLUGIN (built for
+#  $ISLE_OTHER_RELEASE, e.g. 24.11.5) if set, else built here
 #  (make B=<tmp> SLURM_SRC=<other tree> SLURM_PREFIX=<other prefix>) from
-#  $ISLE_CACHE/src/slurm-<other>; skipped (77) when that release is not
+#  $ISLE_CACHE/src/slurm-<other>; skipped (77) when no other release is
 #  built on this host.
 set -euo pipefail
 
@@ -40,13 +43,23 @@ isle_pt_setup
 cache=${ISLE_CACHE:-/opt/isle}
 ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{print $2}')
 case $ver in
-24.11.*) other=26.05.3 ;;
-26.05.*) other=24.11.5 ;;
+24.11.*) others="26.05.3 25.11.7" ;;
+25.11.*) others="24.11.5 26.05.3" ;;
+26.05.*) others="24.11.5 25.11.7" ;;
 *)
 	echo "SKIP: no other release known for Slurm $ver"
 	exit 77
 	;;
 esac
+other=${ISLE_OTHER_RELEASE:-${others%% *}} # the release of ISLE_OTHER_PLUGIN
+if [ -z "${ISLE_OTHER_PLUGIN:-}" ] && [ -z "${ISLE_OTHER_SLURM_SRC:-}" ]; then
+	for o in $others; do
+		if [ -f "$cache/src/slurm-$o/config.h" ] && [ -f "$cache/slurm-$o/.isle-built" ]; then
+			other=$o
+			break
+		fi
+	done
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t34.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -55,7 +68,7 @@ if [ -z "$other_so" ]; then
 	osrc=${ISLE_OTHER_SLURM_SRC:-$cache/src/slurm-$other}
 	oprefix=${ISLE_OTHER_SLURM_PREFIX:-$cache/slurm-$other}
 	if [ ! -f "$osrc/config.h" ] || [ ! -f "$oprefix/.isle-built" ]; then
-		echo "SKIP: Slurm $other is not built here ($osrc, $oprefix); make SLURM=${other%.*} deps builds it"
+		echo "SKIP: no other Slurm release is built here ($others; e.g. $osrc, $oprefix); make SLURM=${other%.*} deps builds it"
 		exit 77
 	fi
 	echo "building topology_isle.so for Slurm $other in $work/other"

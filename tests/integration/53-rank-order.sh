@@ -11,8 +11,8 @@
 #  ranked        node ranking on: the hostlist walks islands; TP groups in
 #                islands on both releases;
 #  no-node-rank  TopologyParam=IsleNoNodeRank: the hostlist is n[01-04];
-#                24.11 keeps it, 26.05 lays tasks out by topology/isle's
-#                get_rank, so TP groups stay in islands;
+#                24.11 and 25.11 keep it, 26.05 lays tasks out by
+#                topology/isle's get_rank, so TP groups stay in islands;
 #  no-dist-topo  (26.05) + CR_NO_DIST_TOPO_BLOCK: hostlist order again;
 #  mismatch      IsleNoNodeRank with an agent given the other rank order:
 #                the first task on a disagreeing node names the task, its
@@ -178,11 +178,12 @@ $real"
 # topology/isle's node ranking orders the node table, so the hostlist
 # itself walks islands (n[01,03,02,04]): both releases agree with the plan.
 run_case ranked island
-# Without it the hostlist is n[01-04]: 24.11 keeps that order, 26.05 lays
-# tasks out by get_rank (islands) and the prolog says --rank-order topology.
+# Without it the hostlist is n[01-04]: 24.11 and 25.11 (no get_rank) keep
+# that order, 26.05 lays tasks out by get_rank (islands) and the prolog
+# says --rank-order topology.
 run_case mismatch mismatch --slurm-extra "TopologyParam=IsleNoNodeRank"
 case $ver in
-24.11.*) run_case no-node-rank hostlist --slurm-extra "TopologyParam=IsleNoNodeRank" ;;
+24.11.* | 25.11.*) run_case no-node-rank hostlist --slurm-extra "TopologyParam=IsleNoNodeRank" ;;
 *)
 	run_case no-node-rank island --slurm-extra "TopologyParam=IsleNoNodeRank"
 	# CR_NO_DIST_TOPO_BLOCK: cons_tres asks for no ranks, hostlist order.

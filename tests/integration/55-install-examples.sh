@@ -18,6 +18,9 @@
 #     submit with isle's reason on sbatch's stderr (the example's
 #     JobSubmitPlugins=isle), and `islectl explain` of the TP job names the
 #     GPUs Slurm granted on each node (scontrol -d show job).
+# ISLE_INSTALLED_PREFIX=DIR ISLE_INSTALLED_PLUGIN_DIR=DIR: run on an
+# installed layout (a package, test 63) instead of `make install` into a
+# staging root; the example's /usr/local paths then become DIR's.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,7 +30,10 @@ source "$repo/tests/cluster/cluster.sh"
 source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
-[ -f "$repo/build/slurm/spank_isle.so" ] || { echo "SKIP: isle is not built (make)"; exit 77; }
+if [ -z "${ISLE_INSTALLED_PREFIX:-}" ] && [ ! -f "$repo/build/slurm/spank_isle.so" ]; then
+	echo "SKIP: isle is not built (make)"
+	exit 77
+fi
 command -v mpicc >/dev/null || { echo "SKIP: no MPI: the example's shim libisle_preload.so backends are not built"; exit 77; }
 
 fail() {
@@ -38,25 +44,38 @@ fail() {
 
 work=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-55.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-stage=$work/stage
-prefix=/usr/local
-plugin_dir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+example_prefix=/usr/local # the install prefix the example files name
+if [ -n "${ISLE_INSTALLED_PREFIX:-}" ]; then
+	stage=
+	prefix=$ISLE_INSTALLED_PREFIX
+	plugin_dir=${ISLE_INSTALLED_PLUGIN_DIR:?with ISLE_INSTALLED_PREFIX}
+else
+	stage=$work/stage
+	prefix=$example_prefix
+	plugin_dir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+fi
 
 # --- install ----------------------------------------------------------------
 # The release of the cluster under test (make test SLURM=26.05 passes it
 # down anyway; a test run alone must not rebuild for the default one).
 release=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{split($2, v, "."); print v[1] "." v[2]}')
-make -s -C "$repo" install SLURM="$release" DESTDIR="$stage" PREFIX="$prefix" \
-	SLURM_PLUGIN_DIR="$plugin_dir" >"$work/install.log" 2>&1 ||
-	{ cat "$work/install.log"; fail "make install into $stage"; }
+if [ -n "$stage" ]; then
+	make -s -C "$repo" install SLURM="$release" DESTDIR="$stage" PREFIX="$prefix" \
+		SLURM_PLUGIN_DIR="$plugin_dir" >"$work/install.log" 2>&1 ||
+		{ cat "$work/install.log"; fail "make install into $stage"; }
+fi
 for f in "$prefix/bin/islectl" "$prefix/bin/isle-agent" "$prefix/lib/isle/libisle_preload.so" \
 	"$plugin_dir/topology_isle.so" "$plugin_dir/spank_isle.so" "$plugin_dir/job_submit_isle.so"; do
-	[ -f "$stage$f" ] || fail "make install did not install $f ($(cd "$stage" && find . -type f | sort | tr '\n' ' '))"
+	[ -f "$stage$f" ] || fail "not installed: $stage$f"
 done
-if find "$stage" -path '*/opt/isle/*' | isle_grep_q .; then
-	fail "make install wrote into isle's own Slurm: $(find "$stage" -path '*/opt/isle/*' | head -3)"
+if [ -n "$stage" ]; then
+	if find "$stage" -path '*/opt/isle/*' | isle_grep_q .; then
+		fail "make install wrote into isle's own Slurm: $(find "$stage" -path '*/opt/isle/*' | head -3)"
+	fi
+	echo "ok: installed into $stage"
+else
+	echo "ok: installed layout: $prefix, plugins in $plugin_dir"
 fi
-echo "ok: installed into $stage"
 islectl=$stage$prefix/bin/islectl
 
 # --- the example slurm.conf --------------------------------------------------
@@ -84,7 +103,7 @@ grep -q '^PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP$' "$
 # Installed paths move under the staging root; the run dir gets one
 # directory per slurmd (all on one host).
 sed -E -e '/^[[:space:]]*(#|$)/d' \
-	-e "s#(shim|agent)=$prefix/#\\1=$stage$prefix/#g" \
+	-e "s#(shim|agent)=$example_prefix/#\\1=$stage$prefix/#g" \
 	-e 's#rundir=[^[:space:]]*#rundir=@DIR@/run/isle/%n#' \
 	"$repo/slurm_plugin/plugstack.conf.example" >"$work/plugstack.conf.in"
 grep -q '^required spank_isle\.so ' "$work/plugstack.conf.in" ||
