@@ -27,7 +27,7 @@ source "$repo/tests/cluster/cluster.sh"
 source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
-[ -f "$repo/build/slurm/spank_isle.so" ] || { echo "SKIP: isle is not built (make)"; exit 77; }
+[ -f "$repo/build/slurm/spank_isle.so" ] || { echo "FAIL: isle is not built (make)"; exit 1; }
 command -v mpicc >/dev/null || { echo "SKIP: no MPI: the example's shim libisle_preload.so backends are not built"; exit 77; }
 
 fail() {
