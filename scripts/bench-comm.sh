@@ -207,6 +207,9 @@ run_mpi() {
 }
 
 mkdir -p "$(dirname "$out")"
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 probe=$work/probe.json
 echo "bench-comm: probing the link ($nodes nodes x $ppn ranks, uplink $rate)" >&2
 run_mpi probe --ppn "$ppn" >"$probe"
@@ -275,4 +278,5 @@ fi
 	--nodes "$nodes" --ppn "$ppn" --rate "$rate" --mtu "$mtu" \
 	--shaped-bytes "$shaped" --links "$links" --idle "$idle" \
 	--converge "$converge" --out "$out"
+isle_bench_stamp "$out"
 echo "bench-comm: wrote $out" >&2

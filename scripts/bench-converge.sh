@@ -87,6 +87,9 @@ jobs=$ISLE_CLUSTER_DIR/jobs
 
 mkdir -p "$(dirname "$out")"
 : >"$out"
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 fail=0
 runs=""
 for c in $codecs; do runs+=" $c@0.9"; done
@@ -136,6 +139,7 @@ EOF
 		echo "$line" | tee -a "$out" >&2
 	done
 done
+[ -s "$out" ] && isle_bench_stamp "$out"
 
 # Mean and spread (min..max over seeds) per codec.
 awk '

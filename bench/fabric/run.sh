@@ -565,12 +565,16 @@ write_out() {
 			[ -f "$f" ] || : >"$f"
 			jq -sc --arg shape "$(basename "$shape" .json)" '{shape: $shape, results: .}' "$f"
 		done
-	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out"
+	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out" &&
+		isle_bench_stamp "$out"
 }
 
 for shape in "${shapes[@]}"; do
 	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
 done
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 for shape in "${shapes[@]}"; do
 	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do
