@@ -2,12 +2,12 @@
 # Runs each integration test script given on the command line (in order).
 # A script exits 0 (pass), 77 (skip: it cannot run here; its last "SKIP:"
 # line says why) or other (fail). The skip rule, ISLE_STRICT=1 and the list
-# of allowed skips: tests/skips.sh, tests/SKIPS. Prints a closing
+# of allowed skips: tests/runlib.sh, tests/SKIPS. Prints a closing
 # "integration: N passed, N failed, N skipped" line; exits non-zero on a
 # failure and when no test passed (all skipped, or none given).
 set -u
-# shellcheck source=tests/skips.sh
-source "$(dirname "$0")/skips.sh"
+# shellcheck source=tests/runlib.sh
+source "$(dirname "$0")/runlib.sh"
 pass=0 fail=0 skip=0 failed=()
 # Which Slurm (make exports ISLE_SLURM_PREFIX for the release it selected).
 if [ -n "${ISLE_SLURM_PREFIX:-}" ] && [ -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ]; then
@@ -44,10 +44,4 @@ for t in "$@"; do
 	*) fail=$((fail + 1)); failed+=("$name"); echo "--- FAIL $name rc=$rc (${dur}s)" ;;
 	esac
 done
-[ ${#failed[@]} -gt 0 ] && echo "integration: failing: ${failed[*]}"
-echo "integration: $pass passed, $fail failed, $skip skipped"
-if [ $fail -eq 0 ] && [ $pass -eq 0 ]; then
-	echo "integration: no test passed ($# given): nothing was tested"
-	exit 1
-fi
-[ $fail -eq 0 ]
+isle_suite_end integration "$pass" "$fail" "$skip" "${failed[@]}"

@@ -3,12 +3,12 @@
 # own summary lines, the "SKIP:" lines tests print to say what they missed,
 # and a closing "unit: N passed, N failed, N skipped" line. Skipped counts
 # cmocka's skipped tests and whole binaries that exit 77. The skip rule and
-# ISLE_STRICT=1: tests/skips.sh; a skipped test's name there is
+# ISLE_STRICT=1: tests/runlib.sh; a skipped test's name there is
 # BINARY:TEST (or BINARY for one that exits 77), its reason the last
 # "SKIP:" line it printed.
 set -u
-# shellcheck source=tests/skips.sh
-source "$(dirname "$0")/skips.sh"
+# shellcheck source=tests/runlib.sh
+source "$(dirname "$0")/runlib.sh"
 pass=0 fail=0 skipped=0 failed=()
 # Judges one skip: counted as skipped, or as failed (and its binary listed).
 judge_skip() { # BINARY NAME REASON
@@ -49,10 +49,4 @@ for t in "$@"; do
 		[[ " ${failed[*]} " == *" $(basename "$t") "* ]] || failed+=("$(basename "$t")")
 	fi
 done
-[ ${#failed[@]} -gt 0 ] && echo "unit: failing binaries: ${failed[*]}"
-echo "unit: $pass passed, $fail failed, $skipped skipped"
-if [ $fail -eq 0 ] && [ $pass -eq 0 ]; then
-	echo "unit: no test passed ($# binaries given): nothing was tested"
-	exit 1
-fi
-[ $fail -eq 0 ]
+isle_suite_end unit "$pass" "$fail" "$skipped" "${failed[@]}"

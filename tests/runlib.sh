@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# tests/skips.sh: the skip rule of tests/run-unit.sh and
-# tests/run-integration.sh, sourced by both.
+# tests/runlib.sh: what tests/run-unit.sh and tests/run-integration.sh
+# share (sourced by both): the skip rule and the closing line.
 #
 # A skip says "this cannot run here", with a reason line ("SKIP: ..."). A
 # missing build output is no reason: make builds before it tests, so that
@@ -10,6 +10,9 @@
 #   isle_skip_check NAME REASON   0 when the skip stands (prints "skip
 #       allowed: WHY" under ISLE_STRICT=1), 1 when it counts as a failure
 #       (prints why).
+#   isle_suite_end SUITE PASS FAIL SKIP FAILED...   prints the failing names
+#       and "SUITE: N passed, N failed, N skipped"; 0 when nothing failed
+#       and something passed.
 
 ISLE_SKIPS_FILE=${ISLE_SKIPS_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/SKIPS}
 
@@ -52,4 +55,16 @@ isle_skip_check() {
 	*) echo "$why" ;;
 	esac
 	return $rc
+}
+
+isle_suite_end() {
+	local suite=$1 pass=$2 fail=$3 skip=$4
+	shift 4
+	[ $# = 0 ] || echo "$suite: failing: $*"
+	echo "$suite: $pass passed, $fail failed, $skip skipped"
+	if [ "$fail" = 0 ] && [ "$pass" = 0 ]; then
+		echo "$suite: no test passed: nothing was tested"
+		return 1
+	fi
+	[ "$fail" = 0 ]
 }
