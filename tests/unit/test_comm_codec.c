@@ -122,7 +122,7 @@ static void test_backends_identical(void **state)
 	float x[4097], ya[4097], yb[4097];
 
 	if (v == s) {
-		printf("SKIP: no AVX2 here: only the scalar codec to compare\n");
+		printf("SKIP: no AVX2 here: nothing to compare\n");
 		skip();
 	}
 	/* Edge values: fp16 overflow, subnormals, ties, zeros, NaN-free. */
