@@ -4,9 +4,10 @@
 #
 #   isle_comm_local_setup TAG   cd to the repo; sets B, CHECK (the MPI check
 #       program) and SHIM (libisle_preload.so); exits 77 without mpirun or
-#       Open MPI's compiler, 1 when either is not built; exports Open MPI's settings for one host as root
-#       (shared memory only, oversubscribed); makes the scratch dir T
-#       (/tmp/isle-TAG-*), removed at exit unless KEEP is set.
+#       Open MPI's compiler, 1 when either is not built; exports Open MPI's
+#       settings for one host as root (shared memory only, oversubscribed);
+#       makes the scratch dir T (/tmp/isle-TAG-*), removed at exit unless
+#       KEEP is set.
 #   isle_comm_srun_require     for the tests that run the shim under srun
 #       (tests/cluster/cluster.sh sourced first): sets CHECK and SHIM, exits
 #       77 without Open MPI's compiler or Slurm's PMIx (mpi_pmix.so), 1 when

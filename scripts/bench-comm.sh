@@ -73,7 +73,7 @@ MPIRUN=mpirun.openmpi
 command -v $MPIRUN >/dev/null || MPIRUN=mpirun
 command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
-[ -x "$BENCH" ] || skip "$BENCH not built"
+[ -x "$BENCH" ] || { echo "bench-comm: FAIL: $BENCH not built (make)" >&2; exit 1; }
 [ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }
 
 prefix=isle-bench-$$

@@ -65,9 +65,11 @@ skip() {
 	echo "bench-converge: SKIP: $*" >&2
 	exit 77
 }
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	skip "no Open MPI compiler (mpicc): train_mnist is not made here (libopenmpi-dev)"
 for f in "$B/tests/train_mnist" "$B/lib/libisle_preload.so" "$B/lib/libisle_mpi_ompi.so" \
 	"$B/bin/isle-agent" "$B/slurm/spank_isle.so"; do
-	[ -e "$f" ] || skip "$f not built"
+	[ -e "$f" ] || { echo "bench-converge: FAIL: $f not built (make)" >&2; exit 1; }
 done
 [ -r "$data/train-images-idx3-ubyte.gz" ] || skip "$data: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
 (isle_cluster_require) >/dev/null || skip "cannot run a test cluster here (tests/cluster)"
