@@ -163,7 +163,8 @@ BENCHES += bench-preload
 .PHONY: bench-preload
 bench-preload: $(B)/bench/bench_preload $(B)/lib/libisle_preload.so
 	@mkdir -p $(B)/bench
-	$(B)/bench/bench_preload --preload $(CURDIR)/$(B)/lib/libisle_preload.so \
+	bench/stamp.sh $(B)/bench/preload.json -- \
+		$(B)/bench/bench_preload --preload $(CURDIR)/$(B)/lib/libisle_preload.so \
 		--runs $(or $(RUNS),50) --warmup 5 -o $(B)/bench/preload.json \
 		-- python3 -c pass -- /bin/true
 	@echo "bench-preload: $(B)/bench/preload.json"

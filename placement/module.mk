@@ -34,7 +34,8 @@ BENCHES += bench-placement
 .PHONY: bench-placement
 bench-placement: $(B)/bin/islesim
 	@mkdir -p $(B)/bench
-	@$(B)/bin/islesim --bench $(B)/bench --jobs $(PLACE_BENCH_JOBS) \
+	@bench/stamp.sh $(B)/bench/placement.json -- \
+		$(B)/bin/islesim --bench $(B)/bench --jobs $(PLACE_BENCH_JOBS) \
 		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/placement.txt
 	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"
@@ -54,6 +55,6 @@ BENCHES += bench-place-gap
 bench-place-gap: $(B)/tests/test_place_optimum
 	@mkdir -p $(B)/bench
 	@rm -f $(B)/bench/place-gap.jsonl
-	@ISLE_GAP_OUT=$(CURDIR)/$(B)/bench/place-gap.jsonl \
+	@ISLE_GAP_OUT=$(CURDIR)/$(B)/bench/place-gap.jsonl bench/stamp.sh $(B)/bench/place-gap.jsonl -- \
 		$(B)/tests/test_place_optimum 2>&1 | grep -E '^mid|PASSED|FAILED'
 	@echo "wrote $(B)/bench/place-gap.jsonl"

@@ -50,7 +50,8 @@
 extern "C" {
 #endif
 
-#define ISLE_PROTO_API __attribute__((visibility("default")))
+/* The one export macro: this API and the Slurm plugins' entry points. */
+#define ISLE_EXPORT __attribute__((visibility("default")))
 
 /* ------------------------------------------------------------- codecs */
 
@@ -83,18 +84,18 @@ struct isle_codec {
 	int error_feedback; /* keep a residual per buffer key */
 };
 
-ISLE_PROTO_API int isle_codec_parse(const char *spec, struct isle_codec *c,
-				    char *err, size_t errlen);
+ISLE_EXPORT int isle_codec_parse(const char *spec, struct isle_codec *c,
+				 char *err, size_t errlen);
 
 /* Canonical spec ("int8:256", "topk:0.01,noef") into buf; returns the
  * length snprintf would have written. Parsing it gives c back. */
-ISLE_PROTO_API int isle_codec_format(const struct isle_codec *c, char *buf,
-				     size_t len);
+ISLE_EXPORT int isle_codec_format(const struct isle_codec *c, char *buf,
+				  size_t len);
 
-ISLE_PROTO_API const char *isle_codec_kind_name(isle_codec_kind k);
+ISLE_EXPORT const char *isle_codec_kind_name(isle_codec_kind k);
 
 /* Shortest "%.*g" of v that reads back as v exactly; length as snprintf. */
-ISLE_PROTO_API int isle_fmt_double(char *buf, size_t len, double v);
+ISLE_EXPORT int isle_fmt_double(char *buf, size_t len, double v);
 
 /* --------------------------------------------------------------- plan */
 
@@ -147,35 +148,35 @@ struct isle_plan {
  * the caller (isle_plan_destroy). On failure *out is NULL and err names
  * the file and the JSON path of the first bad field.
  */
-ISLE_PROTO_API int isle_plan_read(const char *path, struct isle_plan **out,
-				  char *err, size_t errlen);
+ISLE_EXPORT int isle_plan_read(const char *path, struct isle_plan **out,
+			       char *err, size_t errlen);
 
 /* Same from a buffer; name is used in messages and as plan->source. */
-ISLE_PROTO_API int isle_plan_parse(const char *json, size_t len,
-				   const char *name, struct isle_plan **out,
-				   char *err, size_t errlen);
+ISLE_EXPORT int isle_plan_parse(const char *json, size_t len, const char *name,
+				struct isle_plan **out, char *err,
+				size_t errlen);
 
 /*
  * Writes plan in the documented form (docs/plan.md): one rank or level per
  * line, readable at 10,000 ranks. What it writes reads back equal.
  * 0, or -EIO if f reports an error.
  */
-ISLE_PROTO_API int isle_plan_write(const struct isle_plan *plan, FILE *f);
+ISLE_EXPORT int isle_plan_write(const struct isle_plan *plan, FILE *f);
 
 /* Sets node_id, island_id, leaf_id: dense, in order of first appearance.
  * For plans built in memory (the reader calls it). 0 or -ENOMEM. */
-ISLE_PROTO_API int isle_plan_index(struct isle_plan *plan);
+ISLE_EXPORT int isle_plan_index(struct isle_plan *plan);
 
 /*
  * 64-bit hash of everything a plan says (ranks and levels, not its file
  * name): ranks holding different plans would pick different algorithms.
  * Depends on the plan only, so every rank computes the same.
  */
-ISLE_PROTO_API uint64_t isle_plan_hash(const struct isle_plan *plan);
+ISLE_EXPORT uint64_t isle_plan_hash(const struct isle_plan *plan);
 
 /* FNV-1a over data, continuing from h (start: ISLE_FNV1A_INIT). */
 #define ISLE_FNV1A_INIT 1469598103934665603ull
-ISLE_PROTO_API uint64_t isle_fnv1a(uint64_t h, const void *data, size_t len);
+ISLE_EXPORT uint64_t isle_fnv1a(uint64_t h, const void *data, size_t len);
 
 /*
  * libc only (proto/plan_scan.c, linked into libisle_preload.so as an
@@ -183,19 +184,19 @@ ISLE_PROTO_API uint64_t isle_fnv1a(uint64_t h, const void *data, size_t len);
  * plan text names a codec other than "none" on some level. A text scan,
  * no validation: callers that act on the plan use isle_plan_read.
  */
-ISLE_PROTO_API int isle_codec_spec_compresses(const char *spec);
-ISLE_PROTO_API int isle_plan_text_compresses(const char *text);
+ISLE_EXPORT int isle_codec_spec_compresses(const char *spec);
+ISLE_EXPORT int isle_plan_text_compresses(const char *text);
 
 /* Environment variable that hands a task its plan file (set by the SPANK
  * plugin, read by the shim). */
 #define ISLE_PLAN_ENV "ISLE_PLAN"
 
 /* Frees plan and everything it owns; NULL is a no-op. */
-ISLE_PROTO_API void isle_plan_destroy(struct isle_plan *plan);
+ISLE_EXPORT void isle_plan_destroy(struct isle_plan *plan);
 
-ISLE_PROTO_API const char *isle_scope_name(isle_scope s);
+ISLE_EXPORT const char *isle_scope_name(isle_scope s);
 /* 0 and *out, or -EINVAL for a name that is not a scope. */
-ISLE_PROTO_API int isle_scope_parse(const char *s, isle_scope *out);
+ISLE_EXPORT int isle_scope_parse(const char *s, isle_scope *out);
 
 /* -------------------------------------------------------- job options */
 
@@ -248,28 +249,26 @@ struct isle_job_opts {
 };
 
 /* The row of option id, NULL for ids out of range. */
-ISLE_PROTO_API const struct isle_job_opt_desc *isle_job_opt_desc(int opt);
+ISLE_EXPORT const struct isle_job_opt_desc *isle_job_opt_desc(int opt);
 
 /* A count as options and plugstack settings write it: a whole decimal
  * number from 1 to max, nothing after it. 0 or -EINVAL (out untouched). */
-ISLE_PROTO_API int isle_count_parse(const char *val, int max, int *out);
+ISLE_EXPORT int isle_count_parse(const char *val, int max, int *out);
 
 /* Validates one value as the user wrote it and stores it in o. Case is
  * ignored. -EINVAL with err "invalid --isle-tp '0': expected ...". */
-ISLE_PROTO_API int isle_job_opt_parse(struct isle_job_opts *o, int opt,
-				      const char *val, char *err,
-				      size_t errlen);
+ISLE_EXPORT int isle_job_opt_parse(struct isle_job_opts *o, int opt,
+				   const char *val, char *err, size_t errlen);
 
 /* Validates one value of the job environment: what isle_job_opt_format
  * wrote, i.e. the user forms plus "core" for the unrestricted span. */
-ISLE_PROTO_API int isle_job_env_parse(struct isle_job_opts *o, int opt,
-				      const char *val, char *err,
-				      size_t errlen);
+ISLE_EXPORT int isle_job_env_parse(struct isle_job_opts *o, int opt,
+				   const char *val, char *err, size_t errlen);
 
 /* Canonical text of option opt of o ("8", "required", "topk:0.01") for
  * the environment; writes into buf and returns it. */
-ISLE_PROTO_API const char *isle_job_opt_format(const struct isle_job_opts *o,
-					       int opt, char *buf, size_t len);
+ISLE_EXPORT const char *isle_job_opt_format(const struct isle_job_opts *o,
+					    int opt, char *buf, size_t len);
 
 /* -------------------------------------------------------- run directory */
 
@@ -346,8 +345,8 @@ ISLE_PROTO_API int isle_name_error(const char *what, const char *name,
  * slurm.conf. conf_dir NULL or "": the directory of $SLURM_CONF, else
  * /etc/slurm. 0, or -ENAMETOOLONG.
  */
-ISLE_PROTO_API int isle_cluster_file_path(const char *conf_dir, char *buf,
-					  size_t len);
+ISLE_EXPORT int isle_cluster_file_path(const char *conf_dir, char *buf,
+				       size_t len);
 
 /* ------------------------------------------------------------ node JSON */
 
@@ -361,18 +360,17 @@ ISLE_PROTO_API int isle_cluster_file_path(const char *conf_dir, char *buf,
 #define ISLE_RECORD_SUBDIR "isle"
 
 /* The records directory: <state_dir>/isle. 0 or -ENAMETOOLONG. */
-ISLE_PROTO_API int isle_record_dir(const char *state_dir, char *buf,
-				   size_t len);
+ISLE_EXPORT int isle_record_dir(const char *state_dir, char *buf, size_t len);
 
 /* <records_dir>/job_<id>.json<suffix>; suffix "" or ISLE_RECORD_PARTIAL
  * (a record being written). 0 or -ENAMETOOLONG. */
 #define ISLE_RECORD_PARTIAL ".new"
-ISLE_PROTO_API int isle_record_path(const char *records_dir, uint32_t job_id,
-				    const char *suffix, char *buf, size_t len);
+ISLE_EXPORT int isle_record_path(const char *records_dir, uint32_t job_id,
+				 const char *suffix, char *buf, size_t len);
 
 /* Job id of a record file name: 0 for "job_<id>.json", -EAGAIN for a
  * partial one ("job_<id>.json.new", left by a crash), -EINVAL otherwise. */
-ISLE_PROTO_API int isle_record_name_parse(const char *name, uint32_t *job_id);
+ISLE_EXPORT int isle_record_name_parse(const char *name, uint32_t *job_id);
 
 /*
  * Reads a decision record: *out is its JSON root (a json_object *, owned
@@ -380,8 +378,8 @@ ISLE_PROTO_API int isle_record_name_parse(const char *name, uint32_t *job_id);
  * fields every record has (job_id, line). -ENOENT, -EINVAL, -ENOMEM
  * with err naming the file.
  */
-ISLE_PROTO_API int isle_record_read(const char *path, void **out, char *err,
-				    size_t errlen);
+ISLE_EXPORT int isle_record_read(const char *path, void **out, char *err,
+				 size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -73,7 +73,7 @@ MPIRUN=mpirun.openmpi
 command -v $MPIRUN >/dev/null || MPIRUN=mpirun
 command -v $MPIRUN >/dev/null || skip "Open MPI mpirun not installed"
 command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
-[ -x "$BENCH" ] || skip "$BENCH not built"
+[ -x "$BENCH" ] || { echo "bench-comm: FAIL: $BENCH not built (make)" >&2; exit 1; }
 [ "$nodes" -ge 2 ] || { echo "bench-comm: --nodes must be >= 2" >&2; exit 2; }
 
 prefix=isle-bench-$$
@@ -207,6 +207,9 @@ run_mpi() {
 }
 
 mkdir -p "$(dirname "$out")"
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 probe=$work/probe.json
 echo "bench-comm: probing the link ($nodes nodes x $ppn ranks, uplink $rate)" >&2
 run_mpi probe --ppn "$ppn" >"$probe"
@@ -275,4 +278,5 @@ fi
 	--nodes "$nodes" --ppn "$ppn" --rate "$rate" --mtu "$mtu" \
 	--shaped-bytes "$shaped" --links "$links" --idle "$idle" \
 	--converge "$converge" --out "$out"
+isle_bench_stamp "$out"
 echo "bench-comm: wrote $out" >&2

@@ -65,9 +65,11 @@ skip() {
 	echo "bench-converge: SKIP: $*" >&2
 	exit 77
 }
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	skip "no Open MPI compiler (mpicc): train_mnist is not made here (libopenmpi-dev)"
 for f in "$B/tests/train_mnist" "$B/lib/libisle_preload.so" "$B/lib/libisle_mpi_ompi.so" \
 	"$B/bin/isle-agent" "$B/slurm/spank_isle.so"; do
-	[ -e "$f" ] || skip "$f not built"
+	[ -e "$f" ] || { echo "bench-converge: FAIL: $f not built (make)" >&2; exit 1; }
 done
 [ -r "$data/train-images-idx3-ubyte.gz" ] || skip "$data: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"
 (isle_cluster_require) >/dev/null || skip "cannot run a test cluster here (tests/cluster)"
@@ -87,6 +89,9 @@ jobs=$ISLE_CLUSTER_DIR/jobs
 
 mkdir -p "$(dirname "$out")"
 : >"$out"
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 fail=0
 runs=""
 for c in $codecs; do runs+=" $c@0.9"; done
@@ -136,6 +141,7 @@ EOF
 		echo "$line" | tee -a "$out" >&2
 	done
 done
+[ -s "$out" ] && isle_bench_stamp "$out"
 
 # Mean and spread (min..max over seeds) per codec.
 awk '

@@ -36,6 +36,9 @@ plugins=${ISLE_BENCH_PLUGINS:-tree block isle}
 with_isle=
 [[ " $plugins " == *" isle "* ]] && with_isle=1
 [ -z "$with_isle" ] || isle_pt_require_plugins
+# shellcheck source=bench/stamp.sh
+source "$repo/bench/stamp.sh"
+isle_bench_begin
 
 NJOBS=${ISLE_BENCH_JOBS:-6}
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-bench-slurm.XXXXXX")
@@ -108,4 +111,5 @@ mkdir -p "$(dirname "$out")"
 	(IFS=,; printf '%s' "${results[*]}")
 	printf ']}\n'
 } >"$out"
+isle_bench_stamp "$out"
 cat "$out"

@@ -26,8 +26,6 @@
 #include "src/common/xstring.h"
 #include "src/plugins/topology/common/common_topo.h"
 
-#define ISLE_EXPORT __attribute__((visibility("default")))
-
 ISLE_EXPORT int init(void)
 {
 	return isle__topo_init();

@@ -27,8 +27,6 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-#define ISLE_EXPORT __attribute__((visibility("default")))
-
 ISLE_EXPORT const char plugin_name[] = "isle job submit plugin";
 ISLE_EXPORT const char plugin_type[] = "job_submit/isle";
 ISLE_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;

@@ -16,8 +16,6 @@
 
 #include "spank_isle.h"
 
-#define ISLE_EXPORT __attribute__((visibility("default")))
-
 ISLE_EXPORT const char plugin_name[] = "isle";
 ISLE_EXPORT const char plugin_type[] = "spank";
 ISLE_EXPORT const unsigned int plugin_version = SLURM_VERSION_NUMBER;

@@ -17,7 +17,7 @@
 #   isle_pt_plugstack DIR [ARGS]          DIR/plugstack.conf loading
 #       build/slurm/spank_isle.so with ARGS.
 #   isle_pt_job_nodes JOBID               the job's nodes, one per line.
-#   isle_pt_require_plugins               exit 77 unless both .so are built.
+#   isle_pt_require_plugins               exit 1 unless both .so are built.
 #   isle_pt_setup [LOGLINES]              a test's preamble: isle_cluster_require
 #       (tests/cluster/cluster.sh, sourced first) and isle_pt_require_plugins;
 #       defines fail MSG (prints "FAIL: MSG" and the last LOGLINES (40) lines
@@ -37,8 +37,8 @@ isle_pt_require_plugins() {
 	local f
 	for f in topology_isle.so spank_isle.so; do
 		if [ ! -f "$ISLE_PT_PLUGINS/$f" ]; then
-			echo "SKIP: $ISLE_PT_PLUGINS/$f not built (make)"
-			exit 77
+			echo "FAIL: $ISLE_PT_PLUGINS/$f not built (make)"
+			exit 1
 		fi
 	done
 }

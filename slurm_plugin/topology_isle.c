@@ -23,8 +23,6 @@
 #include "src/common/xstring.h"
 #include "src/plugins/topology/common/common_topo.h"
 
-#define ISLE_EXPORT __attribute__((visibility("default")))
-
 ISLE_EXPORT const char plugin_name[] = "topology isle plugin";
 ISLE_EXPORT const char plugin_type[] = "topology/isle";
 ISLE_EXPORT const uint32_t plugin_id = ISLE_TOPO_PLUGIN_ID;

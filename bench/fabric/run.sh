@@ -99,13 +99,17 @@ skip() {
 for t in ip tc nsenter unshare jq; do
 	command -v "$t" >/dev/null || skip "$t not installed"
 done
-[ -x "$JOB" ] || skip "$JOB not built (Open MPI development files missing?)"
-[ -x "$ISLECTL" ] || skip "$ISLECTL not built"
+# make builds before it runs this: a missing build output is a failure.
+built() { echo "fabric-bench: FAIL: $* not built (make)" >&2; exit 1; }
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	skip "no Open MPI (mpicc): $JOB is not made here (libopenmpi-dev)"
+[ -x "$JOB" ] || built "$JOB"
+[ -x "$ISLECTL" ] || built "$ISLECTL"
 [ -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ] || skip "no Slurm in $ISLE_SLURM_PREFIX"
 [ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] || skip "Slurm built without PMIx"
 case " $configs " in *" isle"*)
 	[ -f "$B/slurm/topology_isle.so" ] && [ -f "$B/slurm/spank_isle.so" ] ||
-		skip "topology_isle.so / spank_isle.so not built"
+		built "$B/slurm/topology_isle.so or spank_isle.so"
 	;;
 esac
 for c in $configs; do
@@ -561,12 +565,16 @@ write_out() {
 			[ -f "$f" ] || : >"$f"
 			jq -sc --arg shape "$(basename "$shape" .json)" '{shape: $shape, results: .}' "$f"
 		done
-	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out"
+	} | jq -s --argjson scale "$scale" '{scale: $scale, shapes: .}' >"$out.tmp" && mv "$out.tmp" "$out" &&
+		isle_bench_stamp "$out"
 }
 
 for shape in "${shapes[@]}"; do
 	[ -r "$shape" ] || { echo "fabric-bench: cannot read $shape" >&2; exit 2; }
 done
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 for shape in "${shapes[@]}"; do
 	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do

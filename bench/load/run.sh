@@ -44,6 +44,9 @@ NODES=32
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-bench-load.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
+# shellcheck source=bench/stamp.sh
+source "$repo/bench/stamp.sh"
+isle_bench_begin
 
 # --- the cluster: isle.json, topology.conf and gres.conf agree ------------
 {
@@ -176,4 +179,5 @@ n=${#results[@]}
 	done
 	printf ']}\n'
 } >"$out"
+isle_bench_stamp "$out"
 cat "$out"

@@ -51,6 +51,9 @@ done
 ISLE_PT_PLUGINS=$B/slurm
 isle_pt_setup 40
 command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
+# shellcheck source=bench/stamp.sh
+source "$here/bench/stamp.sh"
+isle_bench_begin
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-soak.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
@@ -167,5 +170,6 @@ awk -v slurm="$ver" -v plugin="$topo" -v nodes="$nodes" -v jobs="$jobs" -v recon
 	}' "$samples" >"$json.tmp" || fail "summary"
 jq . "$json.tmp" >/dev/null || fail "summary is not JSON"
 mv -f "$json.tmp" "$json"
+isle_bench_stamp "$json"
 jq -c 'del(.samples)' "$json"
 echo "ctld_rss: $json"

@@ -92,7 +92,8 @@
 # isle_fabric_counters [DIR] per cable "A B TIER RATE_BIT BYTES_A_TO_B
 #                             BYTES_B_TO_A" from the kernel's counters
 # isle_cluster_require        for test scripts: exit 77 (skip) with a reason
-#                             unless root + built Slurm + mknod are available
+#                             unless root and mknod are available, 1 when
+#                             Slurm is not built
 #
 # Namespace: auth/slurm clients find their credential service at fixed
 # paths (/run/slurm/sack.socket, /run/slurmctld/sack.socket) that every
@@ -214,15 +215,16 @@ isle__err() {
 	printf 'isle-cluster: ERROR: %s\n' "$*" >&2
 }
 
-# isle_cluster_require: exit 77 with the reason when a cluster cannot run here.
+# isle_cluster_require: exit 77 with the reason when a cluster cannot run
+# here, 1 when Slurm is not built (make builds it first).
 isle_cluster_require() {
 	if [ "$(id -u)" != 0 ]; then
 		echo "SKIP: the test cluster needs root (slurmd as root, mknod)"
 		exit 77
 	fi
 	if [ ! -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ] || [ ! -x "$ISLE_SLURM_PREFIX/sbin/slurmd" ]; then
-		echo "SKIP: Slurm not built in $ISLE_SLURM_PREFIX (run scripts/deps.sh)"
-		exit 77
+		echo "FAIL: Slurm not built in $ISLE_SLURM_PREFIX (make builds it first; or scripts/deps.sh)"
+		exit 1
 	fi
 	local t
 	t=$(mktemp -d "${ISLE_TMPDIR:-${TMPDIR:-/tmp}}/isle-req.XXXXXX") || exit 1

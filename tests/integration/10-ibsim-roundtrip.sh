@@ -15,7 +15,7 @@ agent=$root/build/bin/isle-agent
 data=${ISLE_TEST_DATA:-$root/../shared/data}/ibnetdiscover
 discover=$root/scripts/ibsim-discover.sh
 
-[ -x "$agent" ] || { echo "SKIP: $agent not built (run make)"; exit 77; }
+[ -x "$agent" ] || { echo "FAIL: $agent not built (run make)"; exit 1; }
 for tool in ibsim ibnetdiscover; do
 	command -v $tool >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/../.." || exit 1
 islectl=$PWD/build/bin/islectl
 
 if [ ! -f tests/cluster/cluster.sh ]; then
-	echo "SKIP: the test cluster harness tests/cluster/cluster.sh is missing"
-	exit 77
+	echo "FAIL: the test cluster harness tests/cluster/cluster.sh is missing"
+	exit 1
 fi
 # shellcheck source=../cluster/cluster.sh
 source tests/cluster/cluster.sh

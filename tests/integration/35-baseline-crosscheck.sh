@@ -26,8 +26,8 @@ source "$repo/tests/crosscheck/crosscheck.sh"
 isle_cluster_require
 for b in islectl islesim; do
 	if [ ! -x "$repo/build/bin/$b" ]; then
-		echo "SKIP: build/bin/$b not built (make)"
-		exit 77
+		echo "FAIL: build/bin/$b not built (make)"
+		exit 1
 	fi
 done
 

@@ -33,8 +33,8 @@ PRE=$PWD/$B/lib/libisle_preload.so
 CHECK=$PWD/$B/tests/comm_mpi_check
 CHECK_MPICH=$PWD/$B/tests/comm_mpi_check_mpich
 
-[ -f "$PRE" ] || { echo "skip: $PRE not built"; exit 77; }
-command -v readelf >/dev/null || { echo "skip: readelf missing"; exit 77; }
+[ -f "$PRE" ] || { echo "FAIL: $PRE not built (make)"; exit 1; }
+command -v readelf >/dev/null || { echo "SKIP: readelf missing"; exit 77; }
 T=$(mktemp -d /tmp/isle-43-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -210,7 +210,9 @@ show() { grep -E 'FAIL|rror|isle|Abort' "$T/out" | head -8 | sed 's/^/     /'; }
 kinds=()
 [ -x "$CHECK" ] && command -v mpirun >/dev/null && kinds+=(ompi)
 [ -x "$CHECK_MPICH" ] && command -v mpiexec.mpich >/dev/null && kinds+=(mpich)
-[ ${#kinds[@]} -gt 0 ] || { echo "skip: no MPI test program built"; exit 77; }
+command -v mpirun >/dev/null || command -v mpiexec.mpich >/dev/null ||
+	{ echo "SKIP: no MPI here (mpirun, mpiexec.mpich)"; exit 77; }
+[ ${#kinds[@]} -gt 0 ] || { echo "FAIL: no MPI test program built ($CHECK, $CHECK_MPICH: make)"; exit 1; }
 declare -A backend=([ompi]="Open MPI" [mpich]="MPICH")
 for k in "${kinds[@]}"; do
 	# 4. engaged on its backend, exact.

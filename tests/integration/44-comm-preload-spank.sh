@@ -28,9 +28,13 @@ agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 CHECK=$repo/build/tests/comm_mpi_check
 CHECK_MPICH=$repo/build/tests/comm_mpi_check_mpich
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	{ echo "SKIP: no Open MPI (mpicc): the shim's MPI part is not made here (libopenmpi-dev)"; exit 77; }
+command -v mpicc.mpich >/dev/null ||
+	{ echo "SKIP: no MPICH (mpicc.mpich): its shim backend is not made here (libmpich-dev)"; exit 77; }
 for f in "$agent" "$spank" "$CHECK" "$CHECK_MPICH" "$repo/build/lib/libisle_preload.so" \
 	"$repo/build/lib/libisle_mpi_mpich.so" "$repo/build/lib/libisle_mpi_ompi.so"; do
-	[ -e "$f" ] || { echo "SKIP: $f not built (make; MPICH needs libmpich-dev)"; exit 77; }
+	[ -e "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 for p in mpi_pmi2.so mpi_pmix.so; do
 	[ -e "$ISLE_SLURM_PREFIX/lib/slurm/$p" ] || { echo "SKIP: Slurm without $p"; exit 77; }

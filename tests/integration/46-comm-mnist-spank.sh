@@ -23,8 +23,10 @@ data=${ISLE_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 TRAIN=$repo/build/tests/train_mnist
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	{ echo "SKIP: no Open MPI (mpicc): the shim's MPI part is not made here (libopenmpi-dev)"; exit 77; }
 for f in "$agent" "$spank" "$TRAIN" "$repo/build/lib/libisle_preload.so" "$repo/build/lib/libisle_mpi_ompi.so"; do
-	[ -e "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -e "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
 	[ -r "$data/$f" ] || { echo "SKIP: $data/$f missing (apt-get install dataset-fashion-mnist; scripts/deps.sh)"; exit 77; }

@@ -19,7 +19,7 @@ isle_cluster_require
 for t in ip tc nsenter; do
 	command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
 done
-[ -x "$repo/build/bin/islectl" ] || { echo "SKIP: islectl not built"; exit 77; }
+[ -x "$repo/build/bin/islectl" ] || { echo "FAIL: islectl not built (make)"; exit 1; }
 probe=isf-probe-$$
 ip netns add "$probe" 2>/dev/null || { echo "SKIP: cannot create network namespaces"; exit 77; }
 ok=1

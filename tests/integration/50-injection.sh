@@ -28,7 +28,7 @@ isle_cluster_require
 agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 for f in "$agent" "$spank"; do
-	[ -x "$f" ] || [ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -x "$f" ] || [ -f "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 command -v xmllint >/dev/null || { echo "SKIP: xmllint missing (libxml2-utils)"; exit 77; }
 # The real shim if it is built; any harmless library shows the mechanics.

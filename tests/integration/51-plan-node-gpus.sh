@@ -26,8 +26,10 @@ agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 CHECK=$repo/build/tests/comm_mpi_check
 SHIM=$repo/build/lib/libisle_preload.so
+command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
+	{ echo "SKIP: no Open MPI (mpicc): the shim's MPI part is not made here (libopenmpi-dev)"; exit 77; }
 for f in "$agent" "$spank" "$CHECK" "$SHIM"; do
-	[ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -f "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 [ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] ||
 	{ echo "SKIP: Slurm built without PMIx (no mpi_pmix.so)"; exit 77; }

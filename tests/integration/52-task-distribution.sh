@@ -24,7 +24,7 @@ isle_cluster_require
 agent=$repo/build/bin/isle-agent
 spank=$repo/build/slurm/spank_isle.so
 for f in "$agent" "$spank"; do
-	[ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -f "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 # Plans need a shim= (without one the shim is off); any harmless library
 # shows the mechanics.

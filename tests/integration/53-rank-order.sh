@@ -30,7 +30,7 @@ spank=$repo/build/slurm/spank_isle.so
 shim=$repo/build/lib/libisle_preload.so
 check=$repo/build/tests/comm_mpi_check
 for f in "$agent" "$spank" "$shim" "$repo/build/slurm/topology_isle.so"; do
-	[ -f "$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -f "$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 
 fail() {

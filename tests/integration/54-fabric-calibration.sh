@@ -15,7 +15,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 f=${ISLE_FABRIC_JSON:-$repo/build/bench/fabric.json}
 sim=$repo/build/bin/islesim
-[ -x "$sim" ] || { echo "SKIP: $sim not built"; exit 77; }
+[ -x "$sim" ] || { echo "FAIL: $sim not built (make)"; exit 1; }
 [ -r "$f" ] || { echo "SKIP: no $f (run make bench-fabric)"; exit 77; }
 
 # Runs before the shim's lines were recorded replay the shim as plain MPI.

@@ -31,8 +31,8 @@ source "$repo/slurm_plugin/testlib.sh"
 isle_cluster_require
 
 if [ -z "${ISLE_INSTALLED_PREFIX:-}" ] && [ ! -f "$repo/build/slurm/spank_isle.so" ]; then
-	echo "SKIP: isle is not built (make)"
-	exit 77
+	echo "FAIL: isle is not built (make)"
+	exit 1
 fi
 command -v mpicc >/dev/null || { echo "SKIP: no MPI: the example's shim libisle_preload.so backends are not built"; exit 77; }
 

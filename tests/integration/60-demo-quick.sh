@@ -14,7 +14,7 @@ source "$repo/tests/cluster/cluster.sh"
 isle_cluster_require
 for f in build/bin/islectl build/bin/isle-agent build/slurm/topology_isle.so \
 	build/slurm/spank_isle.so build/lib/libisle_preload.so; do
-	[ -e "$repo/$f" ] || { echo "SKIP: $f not built (make)"; exit 77; }
+	[ -e "$repo/$f" ] || { echo "FAIL: $f not built (make)"; exit 1; }
 done
 command -v mpicc >/dev/null || { echo "SKIP: mpicc missing"; exit 77; }
 

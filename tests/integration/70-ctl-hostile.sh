@@ -28,7 +28,7 @@ source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
 isle_pt_setup
-[ -x "$repo/build/bin/islectl" ] || { echo "SKIP: build/bin/islectl not built (make)"; exit 77; }
+[ -x "$repo/build/bin/islectl" ] || { echo "FAIL: build/bin/islectl not built (make)"; exit 1; }
 
 ctld_up() {
 	timeout 30 scontrol ping 2>/dev/null | isle_grep_q "is UP" &&

@@ -23,8 +23,8 @@ source "$repo/tests/cluster/cluster.sh"
 # shellcheck source=slurm_plugin/testlib.sh
 source "$repo/slurm_plugin/testlib.sh"
 isle_pt_setup
-[ -f "$repo/build/slurm/job_submit_isle.so" ] || { echo "SKIP: build/slurm/job_submit_isle.so not built (make)"; exit 77; }
-[ -x "$repo/build/bin/islectl" ] || { echo "SKIP: build/bin/islectl not built (make)"; exit 77; }
+[ -f "$repo/build/slurm/job_submit_isle.so" ] || { echo "FAIL: build/slurm/job_submit_isle.so not built (make)"; exit 1; }
+[ -x "$repo/build/bin/islectl" ] || { echo "FAIL: build/bin/islectl not built (make)"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t72.XXXXXX")
 trap 'rm -rf "$work"' EXIT

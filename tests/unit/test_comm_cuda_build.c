@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -138,7 +139,8 @@ static void test_no_gpu(void **state)
 	assert_non_null(count);
 	if (count(&n) == 0 && n > 0) {
 		dlclose(h);
-		skip(); /* a GPU machine: tests/gpu/ covers it */
+		printf("SKIP: a GPU is here: tests/gpu/ runs the codecs\n");
+		skip();
 	}
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		struct isle_codec c = {
