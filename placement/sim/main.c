@@ -29,6 +29,7 @@ struct cfg {
 	double load;
 	uint64_t seed;
 	int slurm_release;
+	struct sim_opts sched; /* Slurm's scheduler parameters */
 };
 
 static void usage(FILE *f)
@@ -50,7 +51,20 @@ static void usage(FILE *f)
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
 	    "[,train|infer]\n"
 	    "  --trace          print every job's placement and rank order\n"
-	    "  --queue-depth N  queued jobs tried per pass (default 64)\n"
+	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
+	    "  --queue-depth N  default_queue_depth: jobs the main pass"
+	    " tries (100)\n"
+	    "  --bf-interval S  bf_interval: seconds between backfill"
+	    " passes (30)\n"
+	    "  --bf-max-job-test N  bf_max_job_test: jobs a pass tests"
+	    " (500)\n"
+	    "  --bf-window MIN  bf_window: minutes the time map spans"
+	    " (1440)\n"
+	    "  --bf-resolution S  bf_resolution: its time step (60)\n"
+	    "  --bf-continue    bf_continue (no effect: a pass takes no"
+	    " simulated time)\n"
+	    "  --max-switch-wait S  max_switch_wait: seconds tree-sw waits"
+	    " for one leaf (300)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies + scale runs: writes"
@@ -158,12 +172,12 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 	if (rc)
 		goto out;
 	for (p = 0; p < SIM_NPOLICIES; p++) {
-		struct sim_opts o = {.policy = (enum sim_policy)p,
-				     .seed = c->seed,
-				     .slurm_release = c->slurm_release,
-				     .queue_depth = c->queue_depth};
+		struct sim_opts o = c->sched;
 		struct sim_metrics m;
 
+		o.policy = (enum sim_policy)p;
+		o.seed = c->seed;
+		o.slurm_release = c->slurm_release;
 		if (c->policy >= 0 && p != c->policy)
 			continue;
 		if (c->trace) {
@@ -698,6 +712,12 @@ int main(int argc, char **argv)
 	    {"csv", required_argument, NULL, 'f'},
 	    {"trace", no_argument, NULL, 't'},
 	    {"queue-depth", required_argument, NULL, 'q'},
+	    {"bf-interval", required_argument, NULL, 'I'},
+	    {"bf-max-job-test", required_argument, NULL, 'J'},
+	    {"bf-window", required_argument, NULL, 'W'},
+	    {"bf-resolution", required_argument, NULL, 'Z'},
+	    {"bf-continue", no_argument, NULL, 'C'},
+	    {"max-switch-wait", required_argument, NULL, 'X'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -714,11 +734,11 @@ int main(int argc, char **argv)
 			.mix = "seren",
 			.policy = -1,
 			.jobs = 2000,
-			.queue_depth = 64,
+			.queue_depth = 100,
 			.decisions = 2000,
 			.load = 0.9,
 			.seed = 1};
-	int opt, rc;
+	int opt, rc, bad = 0;
 
 	c.data = getenv("ISLE_TEST_DATA");
 	if (!c.data || !*c.data)
@@ -763,6 +783,30 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			c.queue_depth = atoi(optarg);
+			c.sched.queue_depth = c.queue_depth;
+			break;
+		case 'I':
+			c.sched.bf_interval = atof(optarg);
+			bad |= c.sched.bf_interval <= 0;
+			break;
+		case 'J':
+			c.sched.bf_max_job_test = atoi(optarg);
+			bad |= c.sched.bf_max_job_test <= 0;
+			break;
+		case 'W':
+			c.sched.bf_window = atof(optarg) * 60;
+			bad |= c.sched.bf_window <= 0;
+			break;
+		case 'Z':
+			c.sched.bf_resolution = atof(optarg);
+			bad |= c.sched.bf_resolution <= 0;
+			break;
+		case 'C':
+			c.sched.bf_continue = 1;
+			break;
+		case 'X':
+			c.sched.max_switch_wait = atof(optarg);
+			bad |= c.sched.max_switch_wait <= 0;
 			break;
 		case 'd':
 			c.data = optarg;
@@ -805,7 +849,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || c.jobs <= 0 || c.queue_depth <= 0 ||
+	if (bad || optind < argc || c.jobs <= 0 || c.queue_depth <= 0 ||
 	    c.decisions <= 0 || c.load <= 0 || c.load > 1.0) {
 		usage(stderr);
 		return 2;
