@@ -212,6 +212,11 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
 
 /* --- sim.c -------------------------------------------------------------- */
 
+/* Job size classes of the wait report: 1, 2-8, 9-64, >64 GPUs. */
+enum { SIM_NCLASSES = 4 };
+extern const char *const sim_class_names[SIM_NCLASSES];
+int sim_class_of(int gpus);
+
 struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
@@ -230,6 +235,9 @@ struct sim_metrics {
 	double decision_us_p50, decision_us_p99;
 	int jobs, placed;
 	double tp_in_island_req_pct; /* TP groups of required-mode jobs */
+	/* wait by job size class (sim_class_of); count 0: no such job */
+	double wait_class_mean[SIM_NCLASSES], wait_class_p95[SIM_NCLASSES];
+	int wait_class_n[SIM_NCLASSES];
 };
 
 /* Scheduling follows Slurm's main scheduler and sched/backfill (sim.c);

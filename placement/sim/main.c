@@ -22,7 +22,8 @@
 
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
-	const char *fabric, *shape_dir;
+	const char *fabric, *shape_dir, *commit;
+	int mix_set; /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
 	int jobs, queue_depth, decisions, trace;
@@ -67,9 +68,12 @@ static void usage(FILE *f)
 	    " for one leaf (300)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
-	    "  --bench DIR      all clusters x policies + scale runs: writes"
-	    " DIR/placement.json,\n"
+	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
+	    " one) + scale\n"
+	    "                   runs: writes DIR/placement.json,\n"
 	    "                   plot data and DIR/placement.gp\n"
+	    "  --commit STR     recorded in placement.json (git describe"
+	    " --dirty)\n"
 	    "  --scale LIST     decision-time runs only, e.g. 1000,10000\n"
 	    "  --decisions N    decisions per scale run (default 2000)\n"
 	    "  --replay FILE    place a job sequence, no completions: lines\n"
@@ -94,28 +98,33 @@ static void usage(FILE *f)
 
 static void print_header(void)
 {
-	printf("%-9s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
-	       "%8s\n",
-	       "cluster", "policy", "step_s", "step95", "comm_s", "wait_s",
-	       "wait95", "wait_gpu", "jct_s", "split%", "tp_req", "ecost",
-	       "occ", "frag", "dec_p50", "dec_p99");
+	printf("%-9s %-6s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s "
+	       "%8s %8s  wait mean/p95 s by GPUs: %s\n",
+	       "cluster", "mix", "policy", "step_s", "step95", "comm_s",
+	       "wait_s", "wait95", "wait_gpu", "jct_s", "split%", "tp_req",
+	       "ecost", "occ", "frag", "dec_p50", "dec_p99",
+	       "1 | 2-8 | 9-64 | >64");
 }
 
-static void print_row(const char *cluster, const char *policy,
+static void print_row(const char *cluster, const char *mix, const char *policy,
 		      const struct sim_metrics *m)
 {
 	static int header;
 
 	if (!header++)
 		print_header();
-	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
-	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f\n",
-	       cluster, policy, m->step_time_mean, m->step_time_p95,
+	printf("%-9s %-6s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
+	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f ",
+	       cluster, mix, policy, m->step_time_mean, m->step_time_p95,
 	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s,
 	       m->wait_gpu_mean_s, m->jct_mean_s, m->tp_groups_split_pct,
 	       m->tp_in_island_req_pct, m->comm_cost_ratio_mean,
 	       m->occupancy_mean, m->fragmentation_mean, m->decision_us_p50,
 	       m->decision_us_p99);
+	for (int k = 0; k < SIM_NCLASSES; k++)
+		printf(" %s %.0f/%.0f", sim_class_names[k],
+		       m->wait_class_mean[k], m->wait_class_p95[k]);
+	putchar('\n');
 }
 
 static int load_jobs(const struct cfg *c, const isle_topo *t,
@@ -201,12 +210,15 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 				sim_policy_names[p], strerror(-rc));
 			goto out;
 		}
-		print_row(cluster, sim_policy_names[p], &m);
+		print_row(cluster, c->csv ? "csv" : c->mix, sim_policy_names[p],
+			  &m);
 		fflush(stdout);
 		if (js) {
 			fprintf(
 			    js,
-			    "%s\n    {\"cluster\": \"%s\", \"policy\": \"%s\", "
+			    "%s\n    {\"cluster\": \"%s\", \"mix\": \"%s\", "
+			    "\"policy\": \"%s\", "
+			    "\"step_s\": %.4f, \"wait_gpu_s\": %.1f, "
 			    "\"step_time_mean\": %.4f, "
 			    "\"step_time_p95\": %.4f, "
 			    "\"comm_time_mean\": %.4f, "
@@ -221,15 +233,26 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"engine_infer_latency_ratio_mean\": %.4f, "
 			    "\"fragmentation_mean\": %.4f, "
 			    "\"decision_us_p50\": %.2f, "
-			    "\"decision_us_p99\": %.2f}",
-			    *first ? "" : ",", cluster, sim_policy_names[p],
-			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
+			    "\"decision_us_p99\": %.2f, "
+			    "\"wait_by_class\": {",
+			    *first ? "" : ",", cluster, c->mix,
+			    sim_policy_names[p], m.step_time_mean,
+			    m.wait_gpu_mean_s, m.step_time_mean, m.step_time_p95,
+			    m.comm_time_mean,
 			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
 			    m.jct_mean_s, m.tp_groups_split_pct,
 			    m.occupancy_mean, m.tp_in_island_pct,
 			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
 			    m.infer_latency_ratio_mean, m.fragmentation_mean,
 			    m.decision_us_p50, m.decision_us_p99);
+			for (int k = 0; k < SIM_NCLASSES; k++)
+				fprintf(js,
+					"%s\"%s\": {\"jobs\": %d, "
+					"\"mean_s\": %.1f, \"p95_s\": %.1f}",
+					k ? ", " : "", sim_class_names[k],
+					m.wait_class_n[k], m.wait_class_mean[k],
+					m.wait_class_p95[k]);
+			fputs("}}", js);
 			*first = 0;
 		}
 	}
@@ -454,11 +477,21 @@ static int run_bench(const struct cfg *c)
 		return -EIO;
 	}
 	puts(BASELINE_NOTE);
-	fputs("{\"results\": [", js);
-	for (k = 0; k < sizeof(bench_clusters) / sizeof(*bench_clusters); k++) {
-		rc = run_cluster(c, bench_clusters[k], js, &first);
-		if (rc)
-			goto out;
+	fprintf(js, "{\"commit\": \"%s\",\n  \"results\": [",
+		c->commit ? c->commit : "unknown");
+	for (const struct sim_mix *mx = sim_mixes; mx->name; mx++) {
+		struct cfg cm = *c;
+
+		if (c->mix_set && strcmp(mx->name, c->mix))
+			continue;
+		cm.mix = mx->name;
+		for (k = 0;
+		     k < sizeof(bench_clusters) / sizeof(*bench_clusters);
+		     k++) {
+			rc = run_cluster(&cm, bench_clusters[k], js, &first);
+			if (rc)
+				goto out;
+		}
 	}
 	fputs("\n  ],\n  \"scale\": [", js);
 	first = 1;
@@ -727,6 +760,7 @@ int main(int argc, char **argv)
 	    {"replay-fabric", required_argument, NULL, 'F'},
 	    {"shape-dir", required_argument, NULL, 'P'},
 	    {"max-err", required_argument, NULL, 'E'},
+	    {"commit", required_argument, NULL, 'G'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -768,6 +802,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			c.mix = optarg;
+			c.mix_set = 1;
+			break;
+		case 'G':
+			c.commit = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);

@@ -60,6 +60,8 @@ struct state {
 	char *onfab;
 	int net_dirty;
 	double *steps, *comms, *waits, *jcts;
+	double *cwait[SIM_NCLASSES];
+	int ncwait[SIM_NCLASSES], capcwait[SIM_NCLASSES];
 	int nsteps, capsteps, ncomms, capcomms, nwaits, capwaits, njcts,
 	    capjcts;
 	long split_groups;
@@ -319,7 +321,7 @@ static int start_job(struct state *s, int ji, double now,
 	struct sim_job *j = &s->jobs[ji];
 	struct isle_place_result *r = &s->res;
 	struct running run = {.job = ji, .end = now + j->duration};
-	int rc;
+	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
 	if (rc)
@@ -342,7 +344,10 @@ static int start_job(struct state *s, int ji, double now,
 	s->wait_sum += now - j->submit;
 	s->wait_gpu_sum += (now - j->submit) * j->gpus;
 	s->gpu_sum += j->gpus;
-	if (push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
+	k = sim_class_of(j->gpus);
+	if (push_sample(&s->cwait[k], &s->ncwait[k], &s->capcwait[k],
+			now - j->submit) ||
+	    push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
 	    push_sample(&s->jcts, &s->njcts, &s->capjcts,
 			now - j->submit + j->duration))
 		return -ENOMEM;
@@ -666,6 +671,14 @@ static double mean(const double *v, int n)
 	return n ? s / n : 0.0;
 }
 
+const char *const sim_class_names[SIM_NCLASSES] = {"1", "2-8", "9-64",
+						   ">64"};
+
+int sim_class_of(int gpus)
+{
+	return gpus <= 1 ? 0 : gpus <= 8 ? 1 : gpus <= 64 ? 2 : 3;
+}
+
 void sim_opts_fill(struct sim_opts *o)
 {
 	if (o->queue_depth <= 0)
@@ -834,6 +847,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
 	m->wait_gpu_mean_s = s.gpu_sum > 0 ? s.wait_gpu_sum / s.gpu_sum : 0;
 	m->jct_mean_s = mean(s.jcts, s.njcts);
+	for (i = 0; i < SIM_NCLASSES; i++) {
+		m->wait_class_n[i] = s.ncwait[i];
+		m->wait_class_mean[i] = mean(s.cwait[i], s.ncwait[i]);
+		m->wait_class_p95[i] = pct(s.cwait[i], s.ncwait[i], 0.95);
+	}
 	m->step_time_mean = mean(s.steps, s.nsteps);
 	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
 	m->comm_time_mean = mean(s.comms, s.ncomms);
@@ -874,5 +892,7 @@ out:
 	free(s.comms);
 	free(s.waits);
 	free(s.jcts);
+	for (i = 0; i < SIM_NCLASSES; i++)
+		free(s.cwait[i]);
 	return rc;
 }
