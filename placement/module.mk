@@ -26,7 +26,8 @@ $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) -lm $(LDLIBS)
 
-# Benchmark: isle against the baseline policies on the four clusters, and
+# Benchmark: isle against the baseline policies on the four clusters under
+# the four mixes (wait by job size class per row), and
 # decision time at 1,000 and 10,000 nodes. Writes build/bench/placement.json,
 # placement.txt (the table) and placement.png (gnuplot).
 PLACE_BENCH_JOBS ?= 20000
@@ -36,6 +37,7 @@ bench-placement: $(B)/bin/islesim
 	@mkdir -p $(B)/bench
 	@bench/stamp.sh $(B)/bench/placement.json -- \
 		$(B)/bin/islesim --bench $(B)/bench --jobs $(PLACE_BENCH_JOBS) \
+		--commit "$$(git describe --always --dirty 2>/dev/null || echo unknown)" \
 		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/placement.txt
 	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"

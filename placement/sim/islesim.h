@@ -198,6 +198,12 @@ void sim_policy_set_release(struct sim_policy_ctx *pc, int release);
  * 2411, 2511, 2605; -EINVAL otherwise. */
 int sim_release_parse(const char *s);
 
+/* Seconds the next request's job has waited (by the time it would
+ * start), and how long tree-sw waits for one leaf switch before it takes
+ * any (Slurm's max_switch_wait; default 300). */
+void sim_policy_set_waited(struct sim_policy_ctx *pc, double waited);
+void sim_policy_set_max_switch_wait(struct sim_policy_ctx *pc, double s);
+
 /* Places req on free[]; fills res (nodes, masks, ranks) like isle_place.
  * Returns 0, -ENOSPC or another negative errno. */
 int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
@@ -205,6 +211,11 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
 		     struct isle_place_result *res);
 
 /* --- sim.c -------------------------------------------------------------- */
+
+/* Job size classes of the wait report: 1, 2-8, 9-64, >64 GPUs. */
+enum { SIM_NCLASSES = 4 };
+extern const char *const sim_class_names[SIM_NCLASSES];
+int sim_class_of(int gpus);
 
 struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
@@ -224,17 +235,31 @@ struct sim_metrics {
 	double decision_us_p50, decision_us_p99;
 	int jobs, placed;
 	double tp_in_island_req_pct; /* TP groups of required-mode jobs */
+	/* wait by job size class (sim_class_of); count 0: no such job */
+	double wait_class_mean[SIM_NCLASSES], wait_class_p95[SIM_NCLASSES];
+	int wait_class_n[SIM_NCLASSES];
 };
 
+/* Scheduling follows Slurm's main scheduler and sched/backfill (sim.c);
+ * a field left 0 gets Slurm's default (sim_opts_fill). */
 struct sim_opts {
 	enum sim_policy policy;
 	uint64_t seed;
-	int slurm_release; /* see sim_policy_set_release */
-	int queue_depth;   /* queued jobs tried per scheduling pass */
+	int slurm_release;    /* see sim_policy_set_release */
+	int queue_depth;      /* default_queue_depth: main pass (100) */
+	double bf_interval;   /* s between backfill passes (30) */
+	int bf_max_job_test;  /* jobs a backfill pass tests (500) */
+	double bf_window;     /* s the time map spans (1440 min) */
+	double bf_resolution; /* s, the map's time step (60) */
+	int bf_continue;      /* accepted; see sim.c */
+	double max_switch_wait; /* s tree-sw waits for one leaf (300) */
 	FILE *trace;	   /* per-job placements, or NULL */
 	FILE *cost_out;	   /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	   /* "time occupancy" samples, or NULL */
 };
+
+/* Slurm's defaults for the fields left 0. */
+void sim_opts_fill(struct sim_opts *o);
 
 /* Replays jobs[0..n) (sorted by submit) on t; fills m. */
 int sim_run(const isle_topo *t, struct sim_job *jobs, int n,

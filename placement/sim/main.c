@@ -22,13 +22,15 @@
 
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
-	const char *fabric, *shape_dir;
+	const char *fabric, *shape_dir, *commit;
+	int mix_set; /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
 	int jobs, queue_depth, decisions, trace;
 	double load;
 	uint64_t seed;
 	int slurm_release;
+	struct sim_opts sched; /* Slurm's scheduler parameters */
 };
 
 static void usage(FILE *f)
@@ -50,12 +52,28 @@ static void usage(FILE *f)
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
 	    "[,train|infer]\n"
 	    "  --trace          print every job's placement and rank order\n"
-	    "  --queue-depth N  queued jobs tried per pass (default 64)\n"
+	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
+	    "  --queue-depth N  default_queue_depth: jobs the main pass"
+	    " tries (100)\n"
+	    "  --bf-interval S  bf_interval: seconds between backfill"
+	    " passes (30)\n"
+	    "  --bf-max-job-test N  bf_max_job_test: jobs a pass tests"
+	    " (500)\n"
+	    "  --bf-window MIN  bf_window: minutes the time map spans"
+	    " (1440)\n"
+	    "  --bf-resolution S  bf_resolution: its time step (60)\n"
+	    "  --bf-continue    bf_continue (no effect: a pass takes no"
+	    " simulated time)\n"
+	    "  --max-switch-wait S  max_switch_wait: seconds tree-sw waits"
+	    " for one leaf (300)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
-	    "  --bench DIR      all clusters x policies + scale runs: writes"
-	    " DIR/placement.json,\n"
+	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
+	    " one) + scale\n"
+	    "                   runs: writes DIR/placement.json,\n"
 	    "                   plot data and DIR/placement.gp\n"
+	    "  --commit STR     recorded in placement.json (git describe"
+	    " --dirty)\n"
 	    "  --scale LIST     decision-time runs only, e.g. 1000,10000\n"
 	    "  --decisions N    decisions per scale run (default 2000)\n"
 	    "  --replay FILE    place a job sequence, no completions: lines\n"
@@ -80,28 +98,33 @@ static void usage(FILE *f)
 
 static void print_header(void)
 {
-	printf("%-9s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s %8s "
-	       "%8s\n",
-	       "cluster", "policy", "step_s", "step95", "comm_s", "wait_s",
-	       "wait95", "wait_gpu", "jct_s", "split%", "tp_req", "ecost",
-	       "occ", "frag", "dec_p50", "dec_p99");
+	printf("%-9s %-6s %-9s %7s %7s %7s %8s %8s %8s %9s %6s %6s %6s %5s %5s "
+	       "%8s %8s  wait mean/p95 s by GPUs: %s\n",
+	       "cluster", "mix", "policy", "step_s", "step95", "comm_s",
+	       "wait_s", "wait95", "wait_gpu", "jct_s", "split%", "tp_req",
+	       "ecost", "occ", "frag", "dec_p50", "dec_p99",
+	       "1 | 2-8 | 9-64 | >64");
 }
 
-static void print_row(const char *cluster, const char *policy,
+static void print_row(const char *cluster, const char *mix, const char *policy,
 		      const struct sim_metrics *m)
 {
 	static int header;
 
 	if (!header++)
 		print_header();
-	printf("%-9s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
-	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f\n",
-	       cluster, policy, m->step_time_mean, m->step_time_p95,
+	printf("%-9s %-6s %-9s %7.3f %7.2f %7.3f %8.0f %8.0f %8.0f %9.0f %6.1f "
+	       "%6.1f %6.3f %5.3f %5.3f %8.1f %8.1f ",
+	       cluster, mix, policy, m->step_time_mean, m->step_time_p95,
 	       m->comm_time_mean, m->wait_mean_s, m->wait_p95_s,
 	       m->wait_gpu_mean_s, m->jct_mean_s, m->tp_groups_split_pct,
 	       m->tp_in_island_req_pct, m->comm_cost_ratio_mean,
 	       m->occupancy_mean, m->fragmentation_mean, m->decision_us_p50,
 	       m->decision_us_p99);
+	for (int k = 0; k < SIM_NCLASSES; k++)
+		printf(" %s %.0f/%.0f", sim_class_names[k],
+		       m->wait_class_mean[k], m->wait_class_p95[k]);
+	putchar('\n');
 }
 
 static int load_jobs(const struct cfg *c, const isle_topo *t,
@@ -158,12 +181,12 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 	if (rc)
 		goto out;
 	for (p = 0; p < SIM_NPOLICIES; p++) {
-		struct sim_opts o = {.policy = (enum sim_policy)p,
-				     .seed = c->seed,
-				     .slurm_release = c->slurm_release,
-				     .queue_depth = c->queue_depth};
+		struct sim_opts o = c->sched;
 		struct sim_metrics m;
 
+		o.policy = (enum sim_policy)p;
+		o.seed = c->seed;
+		o.slurm_release = c->slurm_release;
 		if (c->policy >= 0 && p != c->policy)
 			continue;
 		if (c->trace) {
@@ -187,12 +210,15 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 				sim_policy_names[p], strerror(-rc));
 			goto out;
 		}
-		print_row(cluster, sim_policy_names[p], &m);
+		print_row(cluster, c->csv ? "csv" : c->mix, sim_policy_names[p],
+			  &m);
 		fflush(stdout);
 		if (js) {
 			fprintf(
 			    js,
-			    "%s\n    {\"cluster\": \"%s\", \"policy\": \"%s\", "
+			    "%s\n    {\"cluster\": \"%s\", \"mix\": \"%s\", "
+			    "\"policy\": \"%s\", "
+			    "\"step_s\": %.4f, \"wait_gpu_s\": %.1f, "
 			    "\"step_time_mean\": %.4f, "
 			    "\"step_time_p95\": %.4f, "
 			    "\"comm_time_mean\": %.4f, "
@@ -207,15 +233,26 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"engine_infer_latency_ratio_mean\": %.4f, "
 			    "\"fragmentation_mean\": %.4f, "
 			    "\"decision_us_p50\": %.2f, "
-			    "\"decision_us_p99\": %.2f}",
-			    *first ? "" : ",", cluster, sim_policy_names[p],
-			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
+			    "\"decision_us_p99\": %.2f, "
+			    "\"wait_by_class\": {",
+			    *first ? "" : ",", cluster, c->mix,
+			    sim_policy_names[p], m.step_time_mean,
+			    m.wait_gpu_mean_s, m.step_time_mean, m.step_time_p95,
+			    m.comm_time_mean,
 			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
 			    m.jct_mean_s, m.tp_groups_split_pct,
 			    m.occupancy_mean, m.tp_in_island_pct,
 			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
 			    m.infer_latency_ratio_mean, m.fragmentation_mean,
 			    m.decision_us_p50, m.decision_us_p99);
+			for (int k = 0; k < SIM_NCLASSES; k++)
+				fprintf(js,
+					"%s\"%s\": {\"jobs\": %d, "
+					"\"mean_s\": %.1f, \"p95_s\": %.1f}",
+					k ? ", " : "", sim_class_names[k],
+					m.wait_class_n[k], m.wait_class_mean[k],
+					m.wait_class_p95[k]);
+			fputs("}}", js);
 			*first = 0;
 		}
 	}
@@ -440,11 +477,21 @@ static int run_bench(const struct cfg *c)
 		return -EIO;
 	}
 	puts(BASELINE_NOTE);
-	fputs("{\"results\": [", js);
-	for (k = 0; k < sizeof(bench_clusters) / sizeof(*bench_clusters); k++) {
-		rc = run_cluster(c, bench_clusters[k], js, &first);
-		if (rc)
-			goto out;
+	fprintf(js, "{\"commit\": \"%s\",\n  \"results\": [",
+		c->commit ? c->commit : "unknown");
+	for (const struct sim_mix *mx = sim_mixes; mx->name; mx++) {
+		struct cfg cm = *c;
+
+		if (c->mix_set && strcmp(mx->name, c->mix))
+			continue;
+		cm.mix = mx->name;
+		for (k = 0;
+		     k < sizeof(bench_clusters) / sizeof(*bench_clusters);
+		     k++) {
+			rc = run_cluster(&cm, bench_clusters[k], js, &first);
+			if (rc)
+				goto out;
+		}
 	}
 	fputs("\n  ],\n  \"scale\": [", js);
 	first = 1;
@@ -698,6 +745,12 @@ int main(int argc, char **argv)
 	    {"csv", required_argument, NULL, 'f'},
 	    {"trace", no_argument, NULL, 't'},
 	    {"queue-depth", required_argument, NULL, 'q'},
+	    {"bf-interval", required_argument, NULL, 'I'},
+	    {"bf-max-job-test", required_argument, NULL, 'J'},
+	    {"bf-window", required_argument, NULL, 'W'},
+	    {"bf-resolution", required_argument, NULL, 'Z'},
+	    {"bf-continue", no_argument, NULL, 'C'},
+	    {"max-switch-wait", required_argument, NULL, 'X'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -707,6 +760,7 @@ int main(int argc, char **argv)
 	    {"replay-fabric", required_argument, NULL, 'F'},
 	    {"shape-dir", required_argument, NULL, 'P'},
 	    {"max-err", required_argument, NULL, 'E'},
+	    {"commit", required_argument, NULL, 'G'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -714,11 +768,11 @@ int main(int argc, char **argv)
 			.mix = "seren",
 			.policy = -1,
 			.jobs = 2000,
-			.queue_depth = 64,
+			.queue_depth = 100,
 			.decisions = 2000,
 			.load = 0.9,
 			.seed = 1};
-	int opt, rc;
+	int opt, rc, bad = 0;
 
 	c.data = getenv("ISLE_TEST_DATA");
 	if (!c.data || !*c.data)
@@ -748,6 +802,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			c.mix = optarg;
+			c.mix_set = 1;
+			break;
+		case 'G':
+			c.commit = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);
@@ -763,6 +821,30 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			c.queue_depth = atoi(optarg);
+			c.sched.queue_depth = c.queue_depth;
+			break;
+		case 'I':
+			c.sched.bf_interval = atof(optarg);
+			bad |= c.sched.bf_interval <= 0;
+			break;
+		case 'J':
+			c.sched.bf_max_job_test = atoi(optarg);
+			bad |= c.sched.bf_max_job_test <= 0;
+			break;
+		case 'W':
+			c.sched.bf_window = atof(optarg) * 60;
+			bad |= c.sched.bf_window <= 0;
+			break;
+		case 'Z':
+			c.sched.bf_resolution = atof(optarg);
+			bad |= c.sched.bf_resolution <= 0;
+			break;
+		case 'C':
+			c.sched.bf_continue = 1;
+			break;
+		case 'X':
+			c.sched.max_switch_wait = atof(optarg);
+			bad |= c.sched.max_switch_wait <= 0;
 			break;
 		case 'd':
 			c.data = optarg;
@@ -805,7 +887,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || c.jobs <= 0 || c.queue_depth <= 0 ||
+	if (bad || optind < argc || c.jobs <= 0 || c.queue_depth <= 0 ||
 	    c.decisions <= 0 || c.load <= 0 || c.load > 1.0) {
 		usage(stderr);
 		return 2;

@@ -2,8 +2,11 @@
  * policies.c - the policies islesim compares: isle (the engine) and
  * re-implementations of stock Slurm behaviour. The baselines are not Slurm
  * code; they follow the documented algorithms:
- *   linear: first fit in node order, lowest free GPUs first (select/linear
- *           node order, cons_tres without a topology plugin);
+ *   linear: cons_tres without a topology plugin (_eval_nodes_consec in
+ *           topology/common/eval_nodes.c): runs of consecutive usable
+ *           nodes, the smallest run that holds the rest, else the
+ *           largest; a job of one node takes the best-fit node of its
+ *           run; lowest free GPUs first;
  *   tree:   topology/tree (_eval_nodes_topo): leaf switches one at a time,
  *           by Slurm's switch comparison (a leaf that holds the rest, best
  *           fit, first of equals; else the largest leaf of the largest
@@ -64,6 +67,7 @@ struct sim_policy_ctx {
 	long *score;	 /* scratch: free GPUs per group */
 	int gpn;	 /* GPUs per node of the current request, 0: any */
 	int release;	 /* see sim_policy_set_release */
+	double waited, max_switch_wait;
 };
 
 static int groups_build(const isle_topo *t, const int *key, int ngroups,
@@ -107,6 +111,7 @@ struct sim_policy_ctx *sim_policy_create(enum sim_policy p, const isle_topo *t,
 		return NULL;
 	pc->p = p;
 	pc->t = t;
+	pc->max_switch_wait = 300;
 	pc->eng = eng;
 	sim_rng_seed(&pc->rng, seed);
 	key = malloc(((size_t)t->nnodes + 1) * sizeof(int));
@@ -537,6 +542,101 @@ out:
 	return rc;
 }
 
+/*
+ * _eval_nodes_consec, counted in usable GPUs (equal node weights). Sets
+ * of consecutive usable nodes; repeatedly the set that suffices (GPUs and
+ * nodes) with the fewest GPUs, else the one with the most (Slurm's test
+ * order and ties: first wins), its nodes taken in order; with one node
+ * left to take, the best-fit node of the set.
+ */
+static int place_consec(struct sim_policy_ctx *pc, const uint64_t *fm,
+			const struct isle_place_req *req, int need,
+			struct isle_place_result *res)
+{
+	const isle_topo *t = pc->t;
+	int n = t->nnodes, nset = 0, len = 0, i, rc = -ENOMEM;
+	int *start = malloc(((size_t)n + 1) * sizeof(int));
+	int *end = malloc(((size_t)n + 1) * sizeof(int));
+	long *gpus = malloc(((size_t)n + 1) * sizeof(long));
+	int *nodes = malloc(((size_t)n + 1) * sizeof(int));
+	long rem = need;
+	int rem_nodes = req->nodes > 0 ? req->nodes : 1;
+	int max_nodes = req->nodes > 0 ? req->nodes : n;
+
+	if (!start || !end || !gpus || !nodes)
+		goto out;
+	for (i = 0; i < n; i++) {
+		int u = usable(pc, fm, i);
+
+		if (!u)
+			continue;
+		if (!nset || end[nset - 1] != i - 1) {
+			start[nset] = i;
+			gpus[nset] = 0;
+			nodes[nset] = 0;
+			nset++;
+		}
+		end[nset - 1] = i;
+		gpus[nset - 1] += u;
+		nodes[nset - 1]++;
+	}
+	rc = -ENOSPC;
+	while (max_nodes > 0 && (rem > 0 || rem_nodes > 0)) {
+		int best = -1, bsuff = 0;
+
+		for (i = 0; i < nset; i++) {
+			int suff;
+
+			if (!nodes[i])
+				continue;
+			suff = gpus[i] >= rem && nodes[i] >= rem_nodes;
+			if (best < 0 || (suff && !bsuff) ||
+			    (suff && gpus[i] < gpus[best]) ||
+			    (!suff && gpus[i] > gpus[best])) {
+				best = i;
+				bsuff = suff;
+			}
+		}
+		if (best < 0)
+			goto out;
+		if (rem_nodes <= 1) {
+			int bf = -1;
+
+			for (i = start[best]; i <= end[best]; i++) {
+				int u = usable(pc, fm, i);
+
+				if (u >= rem && u > 0 &&
+				    (bf < 0 || u < usable(pc, fm, bf)))
+					bf = i;
+			}
+			if (bf >= 0) {
+				start[best] = end[best] = bf;
+			}
+		}
+		for (i = start[best]; i <= end[best]; i++) {
+			int u = usable(pc, fm, i);
+
+			if (max_nodes == 0 || (rem <= 0 && rem_nodes <= 0))
+				break;
+			if (!u || (max_nodes == 1 && u < rem))
+				continue;
+			pc->order[len++] = i;
+			rem -= u;
+			rem_nodes--;
+			max_nodes--;
+		}
+		gpus[best] = 0;
+		nodes[best] = 0;
+	}
+	rc = rem > 0 ? -ENOSPC : take_in_order(pc, pc->order, len, fm, need, res);
+out:
+	free(start);
+	free(end);
+	free(gpus);
+	free(nodes);
+	return rc;
+}
+
 static int place_random(struct sim_policy_ctx *pc, const uint64_t *fm, int need,
 			struct isle_place_result *res)
 {
@@ -576,6 +676,16 @@ static int segment_of(const struct sim_policy_ctx *pc,
 void sim_policy_set_release(struct sim_policy_ctx *pc, int release)
 {
 	pc->release = release;
+}
+
+void sim_policy_set_waited(struct sim_policy_ctx *pc, double waited)
+{
+	pc->waited = waited;
+}
+
+void sim_policy_set_max_switch_wait(struct sim_policy_ctx *pc, double s)
+{
+	pc->max_switch_wait = s;
 }
 
 int sim_release_parse(const char *s)
@@ -628,13 +738,16 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 	}
 	switch (pc->p) {
 	case SIM_LINEAR:
-		for (i = 0; i < pc->t->nnodes; i++)
-			pc->order[i] = i;
-		rc = take_in_order(pc, pc->order, pc->t->nnodes, fm, need, res);
+		rc = place_consec(pc, fm, req, need, res);
 		break;
 	case SIM_TREE:
 	case SIM_TREE_SW:
-		rc = place_tree(pc, fm, need, pc->p == SIM_TREE_SW, res);
+		/* --switches=1 holds until the job has waited
+		 * max_switch_wait (Slurm then takes any switches) */
+		rc = place_tree(pc, fm, need,
+				pc->p == SIM_TREE_SW &&
+				    pc->waited < pc->max_switch_wait,
+				res);
 		break;
 	case SIM_BLOCK:
 	case SIM_BLOCK_SEG:

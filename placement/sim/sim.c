@@ -1,12 +1,12 @@
 /*
  * sim.c - the discrete-event loop of islesim.
  *
- * Events are job arrivals and completions. After each event time the
- * scheduler walks the queue in submit order with EASY backfill: the first
- * job that does not fit gets a reservation at the earliest completion time
- * at which the policy can place it, and later jobs may start only if they
- * end before it or leave it room (placed elsewhere if need be). Every policy
- * sees the same stream and the same scheduler; only the placement differs.
+ * Events are job arrivals and completions. Scheduling follows Slurm
+ * 24.11: the main scheduler (schedule()) after each event, in priority
+ * order, stopping at the first job that cannot start; sched/backfill
+ * every bf_interval when something changed, with a reservation for every
+ * job it tests (main_pass, bf_pass). Every policy sees the same stream
+ * and the same scheduler; only the placement differs.
  *
  * Requests are shaped as users submit them: a job of a whole node or more
  * asks for k nodes of g GPUs (-N k --gpus-per-node=g), a smaller job for
@@ -60,15 +60,16 @@ struct state {
 	char *onfab;
 	int net_dirty;
 	double *steps, *comms, *waits, *jcts;
+	double *cwait[SIM_NCLASSES];
+	int ncwait[SIM_NCLASSES], capcwait[SIM_NCLASSES];
 	int nsteps, capsteps, ncomms, capcomms, nwaits, capwaits, njcts,
 	    capjcts;
 	long split_groups;
 	int node_gpus;
 	struct isle_place_result res;
-	/* reservations: projected free masks and a scratch result; resv has
-	 * the GPUs the reserved job gets at the shadow time, bf the free
-	 * GPUs outside them */
-	uint64_t *proj, *saved, *resv, *bf;
+	/* backfill: the GPUs free at a time of the map, those of them
+	 * outside reservations, and a scratch result */
+	uint64_t *proj, *bf;
 	struct isle_place_result proj_res;
 };
 
@@ -320,7 +321,7 @@ static int start_job(struct state *s, int ji, double now,
 	struct sim_job *j = &s->jobs[ji];
 	struct isle_place_result *r = &s->res;
 	struct running run = {.job = ji, .end = now + j->duration};
-	int rc;
+	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
 	if (rc)
@@ -343,7 +344,10 @@ static int start_job(struct state *s, int ji, double now,
 	s->wait_sum += now - j->submit;
 	s->wait_gpu_sum += (now - j->submit) * j->gpus;
 	s->gpu_sum += j->gpus;
-	if (push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
+	k = sim_class_of(j->gpus);
+	if (push_sample(&s->cwait[k], &s->ncwait[k], &s->capcwait[k],
+			now - j->submit) ||
+	    push_sample(&s->waits, &s->nwaits, &s->capwaits, now - j->submit) ||
 	    push_sample(&s->jcts, &s->njcts, &s->capjcts,
 			now - j->submit + j->duration))
 		return -ENOMEM;
@@ -361,178 +365,259 @@ static int cmp_end(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/*
- * EASY backfill reservation for job j: the earliest completion time after
- * which the policy can place j on the GPUs free then (running jobs end in
- * order), tried at every completion time once enough GPUs are free by
- * count, as Slurm's backfill tests the job against the ends of the running
- * jobs; *extra gets the GPUs to spare at that time. A cap on the tries
- * would leave a reservation at a time when the job still does not fit,
- * and since no later job keeps such a reservation, the whole queue would
- * wait behind it: that hit the policies that cannot place a job whenever
- * the GPU count allows (isle in required mode, tree-sw, block-seg). Every
- * policy gets the same treatment.
- */
-static void set_resv(struct state *s, const struct isle_place_result *r)
+static double round_up(double t, double res)
 {
-	memset(s->resv, 0, (size_t)s->t->nnodes * sizeof(uint64_t));
-	for (int k = 0; k < r->nnodes; k++)
-		s->resv[r->nodes[k]] = r->masks[k];
+	return ceil(t / res) * res;
 }
 
-static double shadow_time(struct state *s, const struct sim_job *j, long *extra)
+/* Places job j on fm as the policy would at time `at` (tree-sw drops
+ * --switches once the job has waited max_switch_wait by then). */
+static int policy_place_at(struct state *s, const struct sim_job *j,
+			   const uint64_t *fm, const struct isle_place_req *req,
+			   double at, struct isle_place_result *res)
 {
-	struct running **order;
-	struct isle_place_req req;
-	long avail = s->free_total;
-	double t = INFINITY;
-	int i;
-
-	*extra = 0;
-	order = malloc(((size_t)s->nheap + 1) * sizeof(*order));
-	if (!order)
-		return t;
-	for (i = 0; i < s->nheap; i++)
-		order[i] = &s->heap[i];
-	qsort(order, (size_t)s->nheap, sizeof(*order), cmp_end);
-	memcpy(s->proj, s->free, (size_t)s->t->nnodes * sizeof(uint64_t));
-	make_req(s, j, &req);
-	for (i = 0; i < s->nheap; i++) {
-		const struct running *r = order[i];
-
-		for (int k = 0; k < r->nnodes; k++)
-			s->proj[r->nodes[k]] |= r->masks[k];
-		avail += s->jobs[r->job].gpus;
-		if (avail < j->gpus)
-			continue;
-		t = r->end;
-		*extra = avail - j->gpus;
-		if (i + 1 < s->nheap && order[i + 1]->end == r->end)
-			continue; /* release everything ending together */
-		if (sim_policy_place(s->pol, s->proj, &req, &s->proj_res) ==
-		    0) {
-			set_resv(s, &s->proj_res);
-			break;
-		}
-	}
-	free(order);
-	return t;
+	sim_policy_set_waited(s->pol, at - j->submit);
+	return sim_policy_place(s->pol, fm, req, res);
 }
 
 /*
- * Backfill check: 1 if the reserved job still fits at the shadow time when
- * the GPUs of r stay busy past it; then they are taken out of the
- * projection for good.
+ * Main scheduler (Slurm's schedule(), job_scheduler.c): pending jobs in
+ * priority order (here submit order: priority/basic), at most
+ * default_queue_depth of them; the first job that cannot start now blocks
+ * the partition (one partition here), so no later job starts in this pass.
  */
-static int keeps_reservation(struct state *s, const struct sim_job *head,
-			     const struct isle_place_result *r)
+static int main_pass(struct state *s, double now)
 {
-	struct isle_place_req req;
-	int k, ok;
-
-	for (k = 0; k < r->nnodes; k++) {
-		s->saved[k] = s->proj[r->nodes[k]];
-		s->proj[r->nodes[k]] &= ~r->masks[k];
-	}
-	make_req(s, head, &req);
-	ok = sim_policy_place(s->pol, s->proj, &req, &s->proj_res) == 0;
-	if (ok)
-		set_resv(s, &s->proj_res);
-	else
-		for (k = 0; k < r->nnodes; k++)
-			s->proj[r->nodes[k]] = s->saved[k];
-	return ok;
-}
-
-/*
- * A job that runs past the reservation and whose own choice would take
- * GPUs the reserved job needs may still start elsewhere: placed by the
- * same policy on the free GPUs outside the reservation, as Slurm's
- * backfill keeps a later job off the reserved nodes. Its GPUs leave the
- * projection. 1 if placed (in s->res).
- */
-static int place_around(struct state *s, const struct isle_place_req *req)
-{
-	int i;
-
-	for (i = 0; i < s->t->nnodes; i++)
-		s->bf[i] = s->free[i] & ~s->resv[i];
-	if (sim_policy_place(s->pol, s->bf, req, &s->res))
-		return 0;
-	for (i = 0; i < s->res.nnodes; i++)
-		s->proj[s->res.nodes[i]] &= ~s->res.masks[i];
-	return 1;
-}
-
-static int schedule(struct state *s, double now)
-{
-	int qi, out = 0, tried = 0, rc = 0;
-	const struct sim_job *head = NULL;
-	double shadow = INFINITY;
-	long extra = 0;
-	struct {
-		int gpus, tp, pp;
-	} failed[64];
-	int nfailed = 0;
+	int qi, out = 0, rc = 0, blocked = 0;
 
 	for (qi = 0; qi < s->nqueue; qi++) {
-		int ji = s->queue[qi], f, ok = 0;
+		int ji = s->queue[qi];
 		struct sim_job *j = &s->jobs[ji];
-		int past = head && now + j->duration > shadow;
 		struct isle_place_req req;
+		double t0;
 
-		/* a job running past the reservation must leave room for it */
-		if (tried >= s->o->queue_depth || j->gpus > s->free_total ||
-		    (past && j->gpus > extra))
-			goto wait;
-		for (f = 0; f < nfailed; f++)
-			if (failed[f].gpus == j->gpus &&
-			    failed[f].tp == j->tp && failed[f].pp == j->pp)
-				break;
-		if (f < nfailed)
-			goto wait;
-		make_req(s, j, &req);
-		{
-			double t0 = now_us();
-
-			rc = sim_policy_place(s->pol, s->free, &req, &s->res);
-			if (push_sample(&s->dec_us, &s->ndec, &s->capdec,
-					now_us() - t0))
-				return -ENOMEM;
+		if (blocked || qi >= s->o->queue_depth ||
+		    j->gpus > s->free_total) {
+			blocked = 1;
+			s->queue[out++] = ji;
+			continue;
 		}
-		tried++;
+		make_req(s, j, &req);
+		t0 = now_us();
+		rc = policy_place_at(s, j, s->free, &req, now, &s->res);
+		if (push_sample(&s->dec_us, &s->ndec, &s->capdec,
+				now_us() - t0))
+			return -ENOMEM;
 		if (rc == -ENOSPC) {
-			if (nfailed < 64) {
-				failed[nfailed].gpus = j->gpus;
-				failed[nfailed].tp = j->tp;
-				failed[nfailed].pp = j->pp;
-				nfailed++;
-			}
 			rc = 0;
-			goto wait;
+			blocked = 1;
+			s->queue[out++] = ji;
+			continue;
 		}
 		if (rc)
 			return rc;
-		if (past && !keeps_reservation(s, head, &s->res) &&
-		    (shadow == INFINITY || !place_around(s, &req)))
-			goto wait;
 		rc = start_job(s, ji, now, &req);
 		if (rc)
 			return rc;
-		if (past)
-			extra -= j->gpus;
-		ok = 1;
-	wait:
-		if (ok)
-			continue;
-		s->queue[out++] = ji;
-		if (!head) {
-			head = j;
-			shadow = shadow_time(s, j, &extra);
-		}
 	}
 	s->nqueue = out;
-	return rc;
+	return 0;
+}
+
+/*
+ * Backfill pass (sched/backfill, _attempt_backfill): the time map starts
+ * with the GPUs free now and the ends of the running jobs (rounded up to
+ * bf_resolution); every job tested, in priority order and at most
+ * bf_max_job_test, gets the earliest start inside bf_window at which the
+ * policy can place it on the GPUs free over its whole run: now (it
+ * starts) or later (a reservation of its nodes, whole nodes as Slurm's
+ * node_space bitmaps, from the start rounded down to the end rounded up).
+ * A later job sees the earlier ones' reservations, so it starts now only
+ * where it delays none of them. Run times are the time limits (users
+ * give exact limits here).
+ */
+struct bf_resv {
+	double start, end;
+	int nnodes;
+	int *nodes;
+};
+
+struct bf_map {
+	struct running **order; /* running jobs by end */
+	int norder;
+	struct bf_resv *resv;
+	int nresv, capresv;
+	int *stamp; /* per node: last candidate that excluded it */
+	int stampv;
+};
+
+static int bf_order(struct state *s, struct bf_map *m)
+{
+	struct running **o =
+	    realloc(m->order, ((size_t)s->nheap + 1) * sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	m->order = o;
+	for (int i = 0; i < s->nheap; i++)
+		o[i] = &s->heap[i];
+	qsort(o, (size_t)s->nheap, sizeof(*o), cmp_end);
+	m->norder = s->nheap;
+	return 0;
+}
+
+static int bf_add_resv(struct bf_map *m, const struct isle_place_result *r,
+		       double start, double end)
+{
+	struct bf_resv *v;
+
+	if (m->nresv == m->capresv) {
+		int nc = m->capresv ? 2 * m->capresv : 64;
+
+		v = realloc(m->resv, (size_t)nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->resv = v;
+		m->capresv = nc;
+	}
+	v = &m->resv[m->nresv];
+	v->nodes = malloc(((size_t)r->nnodes + 1) * sizeof(int));
+	if (!v->nodes)
+		return -ENOMEM;
+	memcpy(v->nodes, r->nodes, (size_t)r->nnodes * sizeof(int));
+	v->nnodes = r->nnodes;
+	v->start = start;
+	v->end = end;
+	m->nresv++;
+	return 0;
+}
+
+/*
+ * Earliest start of job j in [now, now + bf_window]: *at gets it (and
+ * s->proj_res the placement), INFINITY when none. Candidates are now and
+ * the times when GPUs come back (a running job's end, a reservation's
+ * end), as Slurm tries later_start at node_space boundaries.
+ */
+static int bf_earliest(struct state *s, struct bf_map *m, const struct sim_job *j,
+		       const struct isle_place_req *req, double now, double *at)
+{
+	const struct sim_opts *o = s->o;
+	double dur = round_up(j->duration, o->bf_resolution);
+	double t = now, horizon = now + o->bf_window;
+	long avail = s->free_total;
+	int ri = 0, i, k, rc;
+
+	*at = INFINITY;
+	memcpy(s->proj, s->free, (size_t)s->t->nnodes * sizeof(uint64_t));
+	for (;;) {
+		long cnt = avail;
+		double next = INFINITY;
+
+		/* running jobs that end by t give their GPUs back */
+		while (ri < m->norder &&
+		       round_up(m->order[ri]->end, o->bf_resolution) <= t) {
+			const struct running *r = m->order[ri++];
+
+			for (k = 0; k < r->nnodes; k++)
+				s->proj[r->nodes[k]] |= r->masks[k];
+			avail += s->jobs[r->job].gpus;
+		}
+		cnt = avail;
+		/* reserved nodes overlapping [t, t + dur) are out */
+		m->stampv++;
+		memcpy(s->bf, s->proj, (size_t)s->t->nnodes * sizeof(uint64_t));
+		for (i = 0; i < m->nresv; i++) {
+			const struct bf_resv *v = &m->resv[i];
+
+			if (v->end > t && v->end < next)
+				next = v->end;
+			if (v->start >= t + dur || v->end <= t)
+				continue;
+			for (k = 0; k < v->nnodes; k++) {
+				int n = v->nodes[k];
+
+				if (m->stamp[n] == m->stampv)
+					continue;
+				m->stamp[n] = m->stampv;
+				cnt -= __builtin_popcountll(s->bf[n]);
+				s->bf[n] = 0;
+			}
+		}
+		if (cnt >= j->gpus) {
+			rc = policy_place_at(s, j, s->bf, req, t,
+					     &s->proj_res);
+			if (rc == 0) {
+				*at = t;
+				return 0;
+			}
+			if (rc != -ENOSPC)
+				return rc;
+		}
+		if (ri < m->norder) {
+			double e = round_up(m->order[ri]->end, o->bf_resolution);
+
+			if (e < next)
+				next = e;
+		}
+		if (next == INFINITY || next > horizon)
+			return 0;
+		t = next;
+	}
+}
+
+static int bf_pass(struct state *s, struct bf_map *m, double now)
+{
+	const struct sim_opts *o = s->o;
+	int qi, out = 0, tested = 0, rc = 0;
+
+	for (int i = 0; i < m->nresv; i++)
+		free(m->resv[i].nodes);
+	m->nresv = 0;
+	rc = bf_order(s, m);
+	if (rc)
+		return rc;
+	for (qi = 0; qi < s->nqueue; qi++) {
+		int ji = s->queue[qi];
+		struct sim_job *j = &s->jobs[ji];
+		struct isle_place_req req;
+		double at;
+
+		if (tested >= o->bf_max_job_test) {
+			s->queue[out++] = ji;
+			continue;
+		}
+		tested++;
+		make_req(s, j, &req);
+		rc = bf_earliest(s, m, j, &req, now, &at);
+		if (rc)
+			return rc;
+		if (at == now) {
+			/* starts now, on what the map had free */
+			struct isle_place_result tmp = s->res;
+
+			s->res = s->proj_res;
+			s->proj_res = tmp;
+			rc = start_job(s, ji, now, &req);
+			if (!rc)
+				rc = bf_order(s, m);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (at < INFINITY) {
+			double st = floor(at / o->bf_resolution) *
+				    o->bf_resolution;
+
+			rc = bf_add_resv(
+			    m, &s->proj_res, st,
+			    round_up(at + j->duration, o->bf_resolution));
+			if (rc)
+				return rc;
+		}
+		s->queue[out++] = ji;
+	}
+	s->nqueue = out;
+	return 0;
 }
 
 /* Integrates occupancy and fragmentation up to `to` (inside the window). */
@@ -586,14 +671,59 @@ static double mean(const double *v, int n)
 	return n ? s / n : 0.0;
 }
 
+const char *const sim_class_names[SIM_NCLASSES] = {"1", "2-8", "9-64",
+						   ">64"};
+
+int sim_class_of(int gpus)
+{
+	return gpus <= 1 ? 0 : gpus <= 8 ? 1 : gpus <= 64 ? 2 : 3;
+}
+
+void sim_opts_fill(struct sim_opts *o)
+{
+	if (o->queue_depth <= 0)
+		o->queue_depth = 100;
+	if (o->bf_interval <= 0)
+		o->bf_interval = 30;
+	if (o->bf_max_job_test <= 0)
+		o->bf_max_job_test = 500;
+	if (o->bf_window <= 0)
+		o->bf_window = 1440 * 60;
+	if (o->bf_resolution <= 0)
+		o->bf_resolution = 60;
+	if (o->max_switch_wait <= 0)
+		o->max_switch_wait = 300;
+}
+
+/* The next time a queued tree-sw job stops waiting for one leaf: the
+ * scheduler looks at it again then. */
+static double next_switch_wait(const struct state *s, double now)
+{
+	double t = INFINITY;
+
+	if (s->o->policy != SIM_TREE_SW)
+		return t;
+	for (int i = 0; i < s->nqueue; i++) {
+		double w = s->jobs[s->queue[i]].submit + s->o->max_switch_wait;
+
+		if (w > now && w < t)
+			t = w;
+	}
+	return t;
+}
+
 int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    const struct sim_opts *o, struct sim_metrics *m)
 {
 	struct state s = {0};
-	double now = 0;
+	struct bf_map map = {0};
+	struct sim_opts od = *o;
+	double now = 0, next_bf = INFINITY;
 	int ai = 0, i, rc = -ENOMEM;
 
 	memset(m, 0, sizeof(*m));
+	sim_opts_fill(&od);
+	o = &od;
 	s.t = t;
 	s.o = o;
 	s.jobs = jobs;
@@ -603,8 +733,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.eng = isle_place_create(t, NULL);
 	s.free = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.proj = malloc((size_t)t->nnodes * sizeof(uint64_t));
-	s.saved = malloc((size_t)t->nnodes * sizeof(uint64_t));
-	s.resv = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
+	map.stamp = calloc((size_t)t->nnodes + 1, sizeof(int));
 	s.bf = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
@@ -614,13 +743,15 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.step_int = calloc((size_t)n + 1, sizeof(double));
 	s.step_last = calloc((size_t)n + 1, sizeof(double));
 	s.onfab = calloc((size_t)n + 1, 1);
-	if (!s.eng || !s.free || !s.proj || !s.saved || !s.heap || !s.queue ||
-	    !s.resv || !s.bf || !s.net || !s.compute || !s.step_cur ||
+	if (!s.eng || !s.free || !s.proj || !map.stamp || !s.heap ||
+	    !s.queue || !s.bf || !s.net || !s.compute || !s.step_cur ||
 	    !s.step_int || !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
-	if (s.pol)
+	if (s.pol) {
 		sim_policy_set_release(s.pol, o->slurm_release);
+		sim_policy_set_max_switch_wait(s.pol, o->max_switch_wait);
+	}
 	if (!s.pol)
 		goto out;
 	for (i = 0; i < t->nnodes; i++) {
@@ -647,7 +778,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			jobs[i].placed = -1; /* never fits: dropped */
 	}
 	for (;;) {
-		double next = INFINITY;
+		double next = INFINITY, sw = next_switch_wait(&s, now);
+		int changed = 0;
 
 		while (ai < n && jobs[ai].placed < 0)
 			ai++;
@@ -655,6 +787,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next = jobs[ai].submit;
 		if (s.nheap && s.heap[0].end < next)
 			next = s.heap[0].end;
+		if (next_bf < next)
+			next = next_bf;
+		if (sw < next)
+			next = sw;
 		if (next == INFINITY)
 			break;
 		advance(&s, now, next);
@@ -670,13 +806,26 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			rc = net_end(&s, r.job, r.end);
 			if (rc)
 				goto out;
+			changed = 1;
 		}
 		while (ai < n && jobs[ai].submit <= now) {
 			if (jobs[ai].placed == 0)
 				s.queue[s.nqueue++] = ai;
 			ai++;
+			changed = 1;
 		}
-		rc = schedule(&s, now);
+		changed |= now == sw;
+		/* the main scheduler runs on every event; the backfill
+		 * scheduler every bf_interval, skipping a cycle when nothing
+		 * changed (_more_work) */
+		rc = changed ? main_pass(&s, now) : 0;
+		if (!rc && now >= next_bf) {
+			rc = bf_pass(&s, &map, now);
+			next_bf = INFINITY;
+		}
+		if (changed && s.nqueue && next_bf == INFINITY)
+			next_bf = (floor(now / o->bf_interval) + 1) *
+				  o->bf_interval;
 		if (!rc)
 			rc = net_update(&s, now);
 		if (rc)
@@ -698,6 +847,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
 	m->wait_gpu_mean_s = s.gpu_sum > 0 ? s.wait_gpu_sum / s.gpu_sum : 0;
 	m->jct_mean_s = mean(s.jcts, s.njcts);
+	for (i = 0; i < SIM_NCLASSES; i++) {
+		m->wait_class_n[i] = s.ncwait[i];
+		m->wait_class_mean[i] = mean(s.cwait[i], s.ncwait[i]);
+		m->wait_class_p95[i] = pct(s.cwait[i], s.ncwait[i], 0.95);
+	}
 	m->step_time_mean = mean(s.steps, s.nsteps);
 	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
 	m->comm_time_mean = mean(s.comms, s.ncomms);
@@ -717,8 +871,11 @@ out:
 	isle_place_result_fini(&s.proj_res);
 	free(s.free);
 	free(s.proj);
-	free(s.saved);
-	free(s.resv);
+	for (i = 0; i < map.nresv; i++)
+		free(map.resv[i].nodes);
+	free(map.resv);
+	free(map.order);
+	free(map.stamp);
 	free(s.bf);
 	free(s.heap);
 	free(s.queue);
@@ -735,5 +892,7 @@ out:
 	free(s.comms);
 	free(s.waits);
 	free(s.jcts);
+	for (i = 0; i < SIM_NCLASSES; i++)
+		free(s.cwait[i]);
 	return rc;
 }

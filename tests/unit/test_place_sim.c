@@ -251,6 +251,20 @@ static void test_baselines(void **state)
 	 * free node each) the last wins; tree: among equal leafs the first */
 	check_place(block, t, fm, 1, "n16");
 	check_place(tree, t, fm, 2, "n02,n03");
+	/* linear (_eval_nodes_consec): free runs n[02-04], n[06-12], n16;
+	 * the smallest run that holds the rest, else the largest: 8 nodes
+	 * take n[06-12], then n16 holds the last one */
+	{
+		struct sim_policy_ctx *lin =
+		    sim_policy_create(SIM_LINEAR, t, NULL, 1);
+
+		assert_non_null(lin);
+		check_place(lin, t, fm, 1, "n16");
+		check_place(lin, t, fm, 2, "n02,n03");
+		check_place(lin, t, fm, 4, "n06,n07,n08,n09");
+		check_place(lin, t, fm, 8, "n06,n07,n08,n09,n10,n11,n12,n16");
+		sim_policy_destroy(lin);
+	}
 	/* block: the last of the fully free domains nvl2, nvl4, nvl5, nvl6 */
 	check_place(block, t, fm, 2, "n11,n12");
 	/* block: 7 nodes -> level of 4 base blocks (8 nodes); both such
@@ -414,15 +428,20 @@ static void test_release(void **state)
 	isle_topo_destroy(t);
 }
 
-/* EASY reservation: the head job (16 GPUs under one leaf, tree-sw) fits
- * by GPU count after 4 completions but only once a whole leaf is free,
- * at the 13th; the reservation is made then, on that leaf, and a long
- * 1-GPU job starts as soon as a GPU outside it is free. */
+/* Backfill reservations (sched/backfill): the head job (16 GPUs under one
+ * leaf, tree-sw) fits by GPU count after 4 completions but only once a
+ * whole leaf is free, at 1300 s; its reservation holds that leaf's nodes,
+ * so a long 1-GPU job cannot take the node freed at 100 s (leaf 1) and
+ * starts on the one freed at 200 s at the next backfill pass (210 s; the
+ * main pass stops at the blocked head job). With Slurm's max_switch_wait
+ * (300 s) the head job stops waiting for one leaf: its reservation is
+ * then n01, n05, n09, n13 (free by 400 s, where it starts), so the 1-GPU
+ * job waits for n02 (500 s). */
 static void test_reservation(void **state)
 {
 	char path[] = "/tmp/isle-test-resv-XXXXXX";
 	struct sim_opts o = {
-	    .policy = SIM_TREE_SW, .seed = 1, .queue_depth = 64};
+	    .policy = SIM_TREE_SW, .seed = 1, .max_switch_wait = 1e9};
 	struct sim_metrics m;
 	struct sim_job *jobs = NULL;
 	isle_topo *t = NULL;
@@ -451,8 +470,13 @@ static void test_reservation(void **state)
 			 0);
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 18);
-	assert_true(jobs[16].start == 1300); /* leaf 1 free */
-	assert_true(jobs[17].start == 200);  /* n05, outside the reservation */
+	assert_true(jobs[16].start == 1300); /* leaf 0 free */
+	assert_true(jobs[17].start == 210);  /* n05, outside the reservation */
+	o.max_switch_wait = 0; /* Slurm's default, 300 s */
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 18);
+	assert_true(jobs[16].start == 400); /* any 4 whole nodes */
+	assert_true(jobs[17].start == 500);
 	free(jobs);
 	isle_topo_destroy(t);
 }
