@@ -98,8 +98,12 @@ static int reduce(struct isle_comm *c, void *buf, size_t count, isle_dtype dt,
 	MPI_Request mr;
 	int peer = -1;
 
-	if (algo != ISLE_ALGO_PASSTHROUGH)
+	isle__stat_call(count * (dt == ISLE_DTYPE_F64 ? 8 : 4),
+			algo != ISLE_ALGO_PASSTHROUGH);
+	if (algo != ISLE_ALGO_PASSTHROUGH) {
+		isle__stat_taken(&c->async, count, dt, algo);
 		return isle__allreduce(&c->async, buf, count, dt, algo, key);
+	}
 	if (PMPI_Iallreduce(MPI_IN_PLACE, buf, (int)count,
 			    dt == ISLE_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT,
 			    MPI_SUM, c->async.all, &mr) != MPI_SUCCESS)

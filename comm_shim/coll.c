@@ -167,6 +167,7 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 			       q, ISLE__TAG, lv->comm,
 			       &reqs[nreq]) != MPI_SUCCESS)
 			return -EIO;
+		isle__stat_send(ch, lv->comm, q, isle_codec_encoded_size(c, len));
 		peers[nreq++] = q;
 	}
 	/* Every send is posted: now the receives, sizes checked. */
@@ -381,6 +382,7 @@ static int top_post(struct topop *t, const void *sbuf, size_t sbytes, int dst,
 		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, t->tag,
 			       t->lv->comm, &t->req[t->nreq]) != MPI_SUCCESS)
 			return -EIO;
+		isle__stat_send(t->ch, t->lv->comm, dst, sbytes);
 		t->want[t->nreq] = SIZE_MAX;
 		t->peers[t->nreq++] = dst;
 	}

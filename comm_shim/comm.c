@@ -73,7 +73,7 @@ float *isle__residual(struct isle__chan *ch, uint64_t key, int stage, size_t n)
 
 /* ------------------------------------------------------- construction */
 
-static int scope_val(const struct isle_plan_rank *r, isle_scope s)
+int isle__scope_val(const struct isle_plan_rank *r, isle_scope s)
 {
 	switch (s) {
 	case ISLE_SCOPE_ISLAND:
@@ -93,7 +93,7 @@ static void group_key(const struct isle_comm *c, const struct isle__groups *g,
 {
 	const struct isle_plan *pl = c->plan;
 
-	key[0] = scope_val(&pl->ranks[c->plan_rank[i]], pl->levels[l].scope);
+	key[0] = isle__scope_val(&pl->ranks[c->plan_rank[i]], pl->levels[l].scope);
 	for (int m = 0; m < l; m++)
 		key[m + 1] = g->idx[m * p + i];
 }
@@ -450,6 +450,7 @@ static int calibrate(struct isle_comm *c)
 	isle_algo algo[CAL_N];
 	float *buf = NULL, *tmpl = NULL;
 	int rc = 0, any = 0;
+	double start = isle__now();
 
 	c->pass_max = 0;
 	for (int k = 0; k < CAL_N; k++) {
@@ -460,6 +461,7 @@ static int calibrate(struct isle_comm *c)
 	/* Same plan, same config on every rank: all skip alike. */
 	if (!any || ch->size < 2)
 		return 0;
+	ch->probing = 1; /* its traffic counts apart (report) */
 	buf = malloc(CAL_MAX);
 	tmpl = malloc(CAL_MAX);
 	if (!buf || !tmpl) {
@@ -482,6 +484,8 @@ static int calibrate(struct isle_comm *c)
 				memcpy(buf, tmpl, bytes);
 				PMPI_Barrier(ch->all);
 				t0 = isle__now();
+				if (w == 0)
+					isle__stat_probe_lib(ch, bytes);
 				if (w == 0)
 					rc = PMPI_Allreduce(MPI_IN_PLACE, buf,
 							    (int)n, MPI_FLOAT,
@@ -513,6 +517,8 @@ static int calibrate(struct isle_comm *c)
 		    all[2 * k + 1] > all[2 * k])
 			c->pass_max = CAL_MIN << (2 * k);
 out:
+	ch->probing = 0;
+	isle__stat_probe_time(isle__now() - start);
 	free(buf);
 	free(tmpl);
 	return rc;
@@ -663,6 +669,9 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 				c->sync.size, count * es, c->pass_max);
 	}
 	algo = isle__choose(c, count, dtype);
+	isle__stat_call(count * es, algo != ISLE_ALGO_PASSTHROUGH);
+	if (algo != ISLE_ALGO_PASSTHROUGH)
+		isle__stat_taken(&c->sync, count, dtype, algo);
 	if (algo == ISLE_ALGO_PASSTHROUGH) {
 		int rc = PMPI_Allreduce(
 		    sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count,

@@ -84,6 +84,7 @@ struct isle__chan {
 	size_t scratch_len[12];
 	struct isle__resid *resid;
 	int failed; /* sticky after a timeout: the peers are out of step */
+	int probing; /* the crossover probe runs: its bytes count apart */
 };
 
 struct isle__async;
@@ -154,6 +155,28 @@ isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
 /* coll.c: in-place sum of buf on channel ch. */
 int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
 		    isle_dtype dtype, isle_algo algo, uint64_t key);
+
+/*
+ * stats.c: what the shim did, process-wide, for the per-job report
+ * (struct isle_report). Safe from any thread (atomic counters).
+ */
+int isle__scope_val(const struct isle_plan_rank *r, isle_scope s);
+/* A call of `bytes` payload bytes, run by the shim (taken) or not. */
+void isle__stat_call(uint64_t bytes, int taken);
+/* A taken call of count elements by algo on ch: the library's bytes for
+ * it (ring in rank order) and the codecs its levels use. */
+void isle__stat_taken(struct isle__chan *ch, size_t count, isle_dtype dt,
+		      isle_algo algo);
+/* bytes sent by the shim to rank peer of comm (ch->all or a level's). */
+void isle__stat_send(struct isle__chan *ch, MPI_Comm comm, int peer,
+		     size_t bytes);
+/* The library's allreduce of `bytes` on ch run by the probe. */
+void isle__stat_probe_lib(struct isle__chan *ch, size_t bytes);
+void isle__stat_probe_time(double s);
+/* Collective over MPI_COMM_WORLD, before PMPI_Finalize: sums the ranks'
+ * figures on rank 0, which prints and writes the report when
+ * ISLE_REPORT / ISLE_REPORT_FILE ask for it. Nothing when neither is set. */
+void isle__report_finalize(void);
 
 /* async.c */
 int isle__async_start(struct isle_comm *c);

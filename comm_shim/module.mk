@@ -40,7 +40,7 @@ COMM_SRCS := comm_shim/plan.c comm_shim/codec.c comm_shim/codec_cpu.c \
 	     comm_shim/algo.c comm_shim/config.c
 ifeq ($(HAVE_MPI),1)
 COMM_SRCS += comm_shim/comm.c comm_shim/coll.c comm_shim/xport.c \
-	     comm_shim/async.c
+	     comm_shim/async.c comm_shim/stats.c
 endif
 COMM_OBJS := $(COMM_SRCS:%.c=$(B)/%.o)
 COMM_MPI_OBJS := $(B)/comm_shim/mpi_interpose.o
@@ -103,6 +103,12 @@ $(B)/tests/comm_mpi_check: $(B)/comm_shim/comm_mpi_check.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(BINS_TESTS_COMM)
 
+# The per-job report through proto's reader, for scripts (test 67).
+$(B)/tests/report_dump: $(B)/comm_shim/report_dump.o $(B)/libisle_proto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c
+all: $(B)/tests/report_dump
+
 # Fashion-MNIST MLP, data parallel over plain MPI_Allreduce (convergence
 # under the shim: tests/integration/46-comm-mnist-spank.sh, make bench-converge).
 $(B)/comm_shim/train_mnist.o: CPPFLAGS += $(MPI_CPPFLAGS)
@@ -129,7 +135,7 @@ endif
 ifeq ($(HAVE_MPICH),1)
 # The MPI sources under MPICH's mpi.h; plan/codec/model objects are shared.
 COMM_MPICH_SRCS := comm_shim/comm.c comm_shim/coll.c comm_shim/xport.c \
-		   comm_shim/async.c comm_shim/mpi_interpose.c
+		   comm_shim/async.c comm_shim/stats.c comm_shim/mpi_interpose.c
 COMM_MPICH_OBJS := $(COMM_MPICH_SRCS:%.c=$(B)/mpich/%.o)
 COMM_CORE_MPICH := $(patsubst %,$(B)/comm_shim/%.o,plan codec codec_cpu algo config)
 $(B)/mpich/comm_shim/%.o: comm_shim/%.c | $(DEPS_OK)

@@ -283,8 +283,19 @@ static int b_init_thread(int *argc, char ***argv, int required, int *provided)
 	return after_init(PMPI_Init_thread(argc, argv, required, provided));
 }
 
+/* A call the shim leaves to the library, for the report. */
+static void count_passed(int count, MPI_Datatype dt)
+{
+	int sz = 0;
+
+	if (count > 0 && PMPI_Type_size(dt, &sz) != MPI_SUCCESS)
+		sz = 0;
+	isle__stat_call(count > 0 ? (uint64_t)count * (uint64_t)sz : 0, 0);
+}
+
 static int b_finalize(void)
 {
+	isle__report_finalize(); /* collective: before anything is freed */
 	if (!disabled && keyval != MPI_KEYVAL_INVALID) {
 		for (;;) {
 			MPI_Comm comm;
@@ -331,14 +342,14 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 	isle_comm *c;
 	int rc;
 
-	if (!applies(datatype, op, comm, count, &dt))
+	if (!applies(datatype, op, comm, count, &dt) ||
+	    ((rc = get_ctx(comm, &c)) == 0 && !c)) {
+		count_passed(count, datatype);
 		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
 				      comm);
-	if ((rc = get_ctx(comm, &c)))
+	}
+	if (rc)
 		return fail(comm, "MPI_Allreduce: setup", rc);
-	if (!c)
-		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
-				      comm);
 	rc = isle_comm_allreduce(c, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
 				 recvbuf, (size_t)count, dt,
 				 (uint64_t)(uintptr_t)recvbuf);
@@ -412,6 +423,7 @@ static int b_iallreduce(const void *sendbuf, void *recvbuf, int count,
 		return fail(comm, "MPI_Iallreduce: setup", rc);
 	if (!c || !c->helper)
 		goto passthrough;
+	/* The helper counts it when it runs (taken or not). */
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return fail(comm, "MPI_Iallreduce", -ENOMEM);
@@ -431,6 +443,7 @@ static int b_iallreduce(const void *sendbuf, void *recvbuf, int count,
 	}
 	return MPI_SUCCESS;
 passthrough:
+	count_passed(count, datatype);
 	return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
 			       request);
 }

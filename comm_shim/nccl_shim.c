@@ -732,6 +732,63 @@ out:
 	return ret;
 }
 
+/*
+ * The per-job report (struct isle_report): this process's calls taken and
+ * passed by size class and the codecs used, written when a communicator
+ * this process is rank 0 of is destroyed. NCCL moves the bytes, so the
+ * tiers carry codecs only (docs/comm-shim.md).
+ */
+static struct isle_report nreport = {.api = "nccl", .ranks = 1};
+static pthread_mutex_t nreport_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void report_call(const struct hier *h, size_t bytes, int taken)
+{
+	int k = isle_report_class(bytes);
+
+	pthread_mutex_lock(&nreport_mu);
+	if (taken) {
+		nreport.taken[k]++;
+		nreport.codecs[ISLE_SCOPE_JOB] |= 1u << h->codec.kind;
+		nreport.codecs[cfg_plan ? cfg_plan->levels[0].scope
+					: ISLE_SCOPE_NODE] |= 1u
+							      << ISLE_CODEC_NONE;
+	} else {
+		nreport.passed[k]++;
+	}
+	pthread_mutex_unlock(&nreport_mu);
+}
+
+static void report_write(void)
+{
+	const char *file = getenv(ISLE_REPORT_FILE_ENV),
+		   *line = getenv(ISLE_REPORT_ENV);
+	char buf[2048], tmp[4352];
+	struct isle_report r;
+	FILE *f;
+	int bad;
+
+	pthread_mutex_lock(&nreport_mu);
+	r = nreport;
+	pthread_mutex_unlock(&nreport_mu);
+	if (line && *line && strcmp(line, "0")) {
+		isle_report_line(&r, buf, sizeof(buf));
+		fprintf(stderr, "%s\n", buf);
+	}
+	if (!file || !*file)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.new", file);
+	if (!(f = fopen(tmp, "we"))) {
+		fprintf(stderr, "isle_nccl: cannot write report %s\n", tmp);
+		return;
+	}
+	bad = isle_report_write(&r, f) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, file)) {
+		fprintf(stderr, "isle_nccl: cannot write report %s\n", file);
+		unlink(tmp);
+	}
+}
+
 /* Whether this call takes the hierarchical path. */
 static int use_hier(const struct hier *h, size_t count)
 {
@@ -756,7 +813,15 @@ SHIM_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
 {
 	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
 	ncclResult_t ret = ncclSuccess;
-	struct hier *h;
+	size_t es = datatype == ncclFloat64 || datatype == ncclInt64 ||
+			    datatype == ncclUint64
+			? 8
+			: datatype == ncclFloat32 || datatype == ncclInt32 ||
+				  datatype == ncclUint32
+			    ? 4
+			: datatype == ncclInt8 || datatype == ncclUint8 ? 1
+									: 2;
+	struct hier *h = NULL;
 
 	if (!real_ready())
 		return ncclSystemError;
@@ -772,9 +837,12 @@ SHIM_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
 	h = hier_get(comm, stream, &ret);
 	if (!h)
 		return ret;
-	if (use_hier(h, count))
+	if (use_hier(h, count)) {
+		report_call(h, count * es, 1);
 		return hier_allreduce(h, sendbuff, recvbuff, count, stream);
+	}
 pass:
+	report_call(h, count * es, 0);
 	return real.all_reduce(sendbuff, recvbuff, count, datatype, op, comm,
 			       stream);
 }
@@ -807,6 +875,8 @@ SHIM_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 	if (!real_ready())
 		return ncclSystemError;
 	h = hier_take(comm);
+	if (h && h->rank == 0)
+		report_write();
 	if (h)
 		hier_free(h, 0);
 	return real.comm_destroy(comm);

@@ -167,6 +167,7 @@ int isle__sendrecv(struct isle__chan *ch, MPI_Comm comm, const void *sbuf,
 		if (PMPI_Isend(sbuf, (int)sbytes, MPI_BYTE, dst, ISLE__TAG,
 			       comm, &r[n]) != MPI_SUCCESS)
 			return -EIO;
+		isle__stat_send(ch, comm, dst, sbytes);
 		peers[n++] = dst;
 	}
 	if (rbytes) {

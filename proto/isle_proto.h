@@ -22,6 +22,9 @@
  *   records         isle_record_path, written by topology/isle's store,
  *                   read by isle_record_read (`islectl explain`, the
  *                   store's reload after a restart)
+ *   shim report     ISLE_REPORT_FILE: struct isle_report, written by the
+ *                   shim's MPI and NCCL backends (isle_report_write),
+ *                   read by isle_report_read; docs/comm-shim.md
  *
  * The library (libisle_proto.a) needs libc and json-c only: no Slurm, no
  * MPI, no other isle module, so the shim, the agent, the Slurm plugins and
@@ -380,6 +383,56 @@ ISLE_EXPORT int isle_record_name_parse(const char *name, uint32_t *job_id);
  */
 ISLE_EXPORT int isle_record_read(const char *path, void **out, char *err,
 				 size_t errlen);
+
+/* ------------------------------------------------------- shim report */
+
+/*
+ * What the comm shim did in one job (docs/comm-shim.md, "Per-job
+ * report"): written by rank 0 at MPI_Finalize / ncclCommDestroy when
+ * ISLE_REPORT_FILE is set (one line on stderr when ISLE_REPORT=1).
+ */
+#define ISLE_REPORT_VERSION 1
+#define ISLE_REPORT_ENV "ISLE_REPORT"
+#define ISLE_REPORT_FILE_ENV "ISLE_REPORT_FILE"
+/* Size classes of a call's payload: [0, 256), [256, 4Ki), [4Ki, 64Ki),
+ * [64Ki, 1Mi), [1Mi, 16Mi), [16Mi, inf) bytes. */
+#define ISLE_REPORT_CLASSES 6
+/* Tiers are the plan's scopes (island, node, leaf, job). */
+#define ISLE_REPORT_TIERS ISLE_SCOPE_COUNT
+
+struct isle_report {
+	char api[8]; /* "mpi" or "nccl" */
+	int ranks;   /* ranks whose figures are summed (1: rank 0's own) */
+	/* Calls (allreduce) the shim ran itself and passed to the library,
+	 * by size class: the most any rank made. */
+	uint64_t taken[ISLE_REPORT_CLASSES], passed[ISLE_REPORT_CLASSES];
+	/* Bytes sent through each tier by the shim's own path (taken calls,
+	 * all ranks), and what a ring in rank order, the fewest bytes any
+	 * allreduce sends, would have sent through it for the same calls. */
+	uint64_t sent[ISLE_REPORT_TIERS], library[ISLE_REPORT_TIERS];
+	/* Codecs used per tier: bit (1 << isle_codec_kind). */
+	unsigned codecs[ISLE_REPORT_TIERS];
+	uint64_t probe_bytes; /* the crossover probe's traffic, all ranks */
+	double probe_s;	      /* its wall time, slowest rank */
+};
+
+/* The size class of a call of `bytes` bytes. */
+ISLE_PROTO_API int isle_report_class(uint64_t bytes);
+/* Lower bound of class k in bytes. */
+ISLE_PROTO_API uint64_t isle_report_class_min(int k);
+
+/* Writes r as one JSON object (plain stdio, no JSON library). 0 or -EIO. */
+ISLE_PROTO_API int isle_report_write(const struct isle_report *r, FILE *f);
+/* The ISLE_REPORT=1 line (no newline) into buf; length as snprintf. */
+ISLE_PROTO_API int isle_report_line(const struct isle_report *r, char *buf,
+				    size_t len);
+/* Reads what isle_report_write wrote. -ENOENT, -EINVAL (err names the file
+ * and the JSON path), -ENOMEM. */
+ISLE_PROTO_API int isle_report_read(const char *path, struct isle_report *out,
+				    char *err, size_t errlen);
+ISLE_PROTO_API int isle_report_parse(const char *json, size_t len,
+				     const char *name, struct isle_report *out,
+				     char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -402,6 +402,68 @@ static void test_record_golden(void **state)
 	assert_true(n >= 4);
 }
 
+/* Shim reports: report-*.json read, written back (the written form reads
+ * back equal), and the ISLE_REPORT=1 line; or the reader's error. */
+static void test_report_golden(void **state)
+{
+	DIR *d = opendir(PROTO_GOLDEN_DIR);
+	struct dirent *e;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+		size_t len = strlen(name);
+		char path[512], exp[512], err[512], line[1024];
+		struct isle_report r, back;
+		char *text = NULL;
+		size_t tlen = 0;
+		struct out o;
+		FILE *f;
+		int rc;
+
+		if (strncmp(name, "report-", 7) || len < 6 ||
+		    strcmp(name + len - 5, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", PROTO_GOLDEN_DIR, name);
+		snprintf(exp, sizeof(exp), "%.*s.out", (int)(len - 5), name);
+		out_open(&o);
+		rc = isle_report_read(path, &r, err, sizeof(err));
+		if (rc) {
+			fprintf(o.f, "error %d: %s\n", rc,
+				strstr(err, name) ? strstr(err, name) : err);
+		} else {
+			f = open_memstream(&text, &tlen);
+			assert_non_null(f);
+			assert_int_equal(isle_report_write(&r, f), 0);
+			fclose(f);
+			assert_int_equal(isle_report_parse(text, tlen, "back",
+							   &back, err,
+							   sizeof(err)),
+					 0);
+			assert_memory_equal(&r, &back, sizeof(r));
+			isle_report_line(&r, line, sizeof(line));
+			fprintf(o.f, "%s%s\n", text, line);
+			free(text);
+		}
+		out_check(&o, exp);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 3);
+	/* Class bounds. */
+	assert_int_equal(isle_report_class(0), 0);
+	assert_int_equal(isle_report_class(255), 0);
+	assert_int_equal(isle_report_class(256), 1);
+	assert_int_equal(isle_report_class(4095), 1);
+	assert_int_equal(isle_report_class(4096), 2);
+	assert_int_equal(isle_report_class(1 << 20), 4);
+	assert_int_equal(isle_report_class((16u << 20) - 1), 4);
+	assert_int_equal(isle_report_class(16u << 20), 5);
+	assert_int_equal(isle_report_class(UINT64_MAX), 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +472,7 @@ int main(void)
 	    cmocka_unit_test(test_jobopt_table),
 	    cmocka_unit_test(test_layout_golden),
 	    cmocka_unit_test(test_record_golden),
+	    cmocka_unit_test(test_report_golden),
 	    cmocka_unit_test(test_plan_missing),
 	    /* Last: it changes the working directory. */
 	    cmocka_unit_test(test_plan_golden),
