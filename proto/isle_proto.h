@@ -293,12 +293,12 @@ ISLE_EXPORT const char *isle_job_opt_format(const struct isle_job_opts *o,
  * errno (-EPERM untrusted, -ENOENT missing, -EINVAL not absolute or with
  * "." or ".." components). With create, missing components are made 0755.
  */
-ISLE_PROTO_API int isle_rundir_open(const char *path, int create, char *err,
-				    size_t errlen);
+ISLE_EXPORT int isle_rundir_open(const char *path, int create, char *err,
+				 size_t errlen);
 
 /* <root>/<id>/ by the walk above, itself checked the same way. */
-ISLE_PROTO_API int isle_rundir_open_job(const char *root, const char *id,
-					char *err, size_t errlen);
+ISLE_EXPORT int isle_rundir_open_job(const char *root, const char *id,
+				     char *err, size_t errlen);
 
 /*
  * Reads file name of directory dfd into a new NUL-terminated string
@@ -306,13 +306,12 @@ ISLE_PROTO_API int isle_rundir_open_job(const char *root, const char *id,
  * owned by root (or the caller), not writable by group or others, and at
  * most max bytes (-EFBIG). -ENOENT when missing.
  */
-ISLE_PROTO_API int isle_rundir_read(int dfd, const char *name, size_t max,
-				    char **out, char *err, size_t errlen);
+ISLE_EXPORT int isle_rundir_read(int dfd, const char *name, size_t max,
+				 char **out, char *err, size_t errlen);
 
 /* 0 if id is usable as a directory name: 1-64 of [A-Za-z0-9_.-], not "."
  * or "..". */
-ISLE_PROTO_API int isle_rundir_check_id(const char *id, char *err,
-					size_t errlen);
+ISLE_EXPORT int isle_rundir_check_id(const char *id, char *err, size_t errlen);
 
 /*
  * Removes <root>/<id>/ (rootfd from isle_rundir_open) and everything below
@@ -320,8 +319,8 @@ ISLE_PROTO_API int isle_rundir_check_id(const char *id, char *err,
  * is there instead of a directory (a file, a link) goes too. A missing
  * directory is not an error. One descriptor at a time, no recursion.
  */
-ISLE_PROTO_API int isle_rundir_remove(int rootfd, const char *id, char *err,
-				      size_t errlen);
+ISLE_EXPORT int isle_rundir_remove(int rootfd, const char *id, char *err,
+				   size_t errlen);
 
 /* ---------------------------------------------------------------- names */
 
@@ -335,9 +334,9 @@ ISLE_PROTO_API int isle_rundir_remove(int rootfd, const char *id, char *err,
  * returns -EINVAL, or 0 for a good name.
  */
 #define ISLE_NAME_MAX 255
-ISLE_PROTO_API int isle_name_check(const char *name);
-ISLE_PROTO_API int isle_name_error(const char *what, const char *name,
-				   char *err, size_t errlen);
+ISLE_EXPORT int isle_name_check(const char *name);
+ISLE_EXPORT int isle_name_error(const char *what, const char *name, char *err,
+				size_t errlen);
 
 /* --------------------------------------------------------- cluster file */
 
@@ -417,22 +416,22 @@ struct isle_report {
 };
 
 /* The size class of a call of `bytes` bytes. */
-ISLE_PROTO_API int isle_report_class(uint64_t bytes);
+ISLE_EXPORT int isle_report_class(uint64_t bytes);
 /* Lower bound of class k in bytes. */
-ISLE_PROTO_API uint64_t isle_report_class_min(int k);
+ISLE_EXPORT uint64_t isle_report_class_min(int k);
 
 /* Writes r as one JSON object (plain stdio, no JSON library). 0 or -EIO. */
-ISLE_PROTO_API int isle_report_write(const struct isle_report *r, FILE *f);
+ISLE_EXPORT int isle_report_write(const struct isle_report *r, FILE *f);
 /* The ISLE_REPORT=1 line (no newline) into buf; length as snprintf. */
-ISLE_PROTO_API int isle_report_line(const struct isle_report *r, char *buf,
-				    size_t len);
+ISLE_EXPORT int isle_report_line(const struct isle_report *r, char *buf,
+				 size_t len);
 /* Reads what isle_report_write wrote. -ENOENT, -EINVAL (err names the file
  * and the JSON path), -ENOMEM. */
-ISLE_PROTO_API int isle_report_read(const char *path, struct isle_report *out,
-				    char *err, size_t errlen);
-ISLE_PROTO_API int isle_report_parse(const char *json, size_t len,
-				     const char *name, struct isle_report *out,
-				     char *err, size_t errlen);
+ISLE_EXPORT int isle_report_read(const char *path, struct isle_report *out,
+				 char *err, size_t errlen);
+ISLE_EXPORT int isle_report_parse(const char *json, size_t len,
+				  const char *name, struct isle_report *out,
+				  char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
