@@ -352,6 +352,33 @@ static void topk_encode_nonfinite(const float *v, size_t n, size_t k,
 }
 
 /*
+ * The wire format of the k largest |v| given t, the k-th largest (finite):
+ * every element above t and ties at t in index order up to k, in index
+ * order. One pass over v, for when the candidates do not fit.
+ */
+static void topk_select_all(const float *v, size_t n, size_t k, float t,
+			    uint32_t *hdr)
+{
+	uint32_t *idx = hdr + 2;
+	size_t above = 0, ties, out = 0;
+	float *vals;
+
+	for (size_t i = 0; i < n; i++)
+		above += mag(v[i]) > t;
+	ties = k - above;
+	for (size_t i = 0; i < n && out < k; i++) {
+		float a = mag(v[i]);
+
+		if (a > t || (a == t && ties && ties--))
+			idx[out++] = (uint32_t)i;
+	}
+	vals = (float *)(idx + out);
+	for (size_t i = 0; i < out; i++)
+		vals[i] = v[idx[i]];
+	hdr[0] = (uint32_t)out;
+}
+
+/*
  * Top-k of |v| into the wire format. Threshold from a sample, then
  * the exact k-th value among the candidates; ties at the threshold are
  * taken in index order. Falls back to an exact selection over all of v if
@@ -411,8 +438,16 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 		t = kth_largest(all, n, k - 1);
 		free(all);
 		nc = scan(v, NULL, n, t, cand, cval, cap);
-		if (nc > cap)
-			nc = cap; /* only ties beyond cap; k <= cap */
+		if (nc > cap) {
+			/* More ties at t than cand holds (sparse data: t is
+			 * 0): a candidate list cut at cap could miss larger
+			 * values after it, so select over all of v. */
+			if (isinf(t))
+				topk_encode_nonfinite(v, n, k, hdr);
+			else
+				topk_select_all(v, n, k, t, hdr);
+			return 0;
+		}
 	}
 	if (nc < k) /* cannot happen: mag() orders every value */
 		return -EIO;
@@ -529,8 +564,13 @@ static int encode_ef(const struct isle_codec *c, const float *src, size_t n,
 	for (size_t i = 0; i < n; i++)
 		res[i] = -res[i];
 	rc = acc(c, dst, n, res, NULL);
-	for (size_t i = 0; i < n; i++)
-		res[i] = isfinite(res[i]) ? -res[i] : 0.0f;
+	/* A zero residual is +0.0 whatever the signs (-(-v + v) is -0.0),
+	 * as on the GPU: the backends agree bit for bit. */
+	for (size_t i = 0; i < n; i++) {
+		float r = -res[i];
+
+		res[i] = isfinite(r) && r != 0.0f ? r : 0.0f;
+	}
 	return rc;
 }
 

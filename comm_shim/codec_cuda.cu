@@ -90,14 +90,29 @@ __device__ __forceinline__ float resid(float v, float dec)
 {
 	float r = __fsub_rn(v, dec);
 
-	return isfinite(r) ? r : 0.0f;
+	/* +0.0 for any zero, as the CPU reference. */
+	return isfinite(r) && r != 0.0f ? r : 0.0f;
+}
+
+/*
+ * a + b as the CPU reference computes it: x86 returns the NaN operand,
+ * quieted, payload kept, where the GPU's add returns its canonical NaN;
+ * the wire data must match bit for bit.
+ */
+__device__ __forceinline__ float add_cpu(float a, float b)
+{
+	if (isnan(a))
+		return __uint_as_float(__float_as_uint(a) | 0x00400000u);
+	if (isnan(b))
+		return __uint_as_float(__float_as_uint(b) | 0x00400000u);
+	return __fadd_rn(a, b);
 }
 
 /* x + residual, the value error feedback encodes. */
 __device__ __forceinline__ float fed(const float *src, const float *res,
 				     size_t i)
 {
-	return res ? src[i] + res[i] : src[i];
+	return res ? add_cpu(src[i], res[i]) : src[i];
 }
 
 __global__ void copy_enc(const float *src, float *res, float *dst, size_t n)
@@ -304,7 +319,7 @@ __global__ void topk_fold(const float *src, float *v, size_t n)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x)
-		v[i] += src[i];
+		v[i] = add_cpu(v[i], src[i]);
 }
 
 __global__ void topk_init(topk_state *st, uint32_t k)

@@ -634,8 +634,9 @@ static ncclResult_t cross_alltoall(struct hier *h, float *shard, size_t len,
 
 	rcodec = regather_codec(c, clen, n);
 	TRY_ERRNO(ops->encode(&rcodec, acc, clen, gath + me * slot2, NULL, st));
-	TRY(real.all_gather(gath + me * slot2, gath, slot2, ncclUint8, h->cross,
-			    st));
+	if (h->cross) /* one group: nothing to gather */
+		TRY(real.all_gather(gath + me * slot2, gath, slot2, ncclUint8,
+				    h->cross, st));
 	for (int q = 0; q < n; q++) {
 		isle__shard(len, n, q, &off, &clen);
 		rcodec = regather_codec(c, clen, n);

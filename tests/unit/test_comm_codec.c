@@ -326,6 +326,51 @@ static void test_topk_select(void **state)
 }
 
 /*
+ * Sparse data, as gradients of embeddings are: mostly zeros, so the k-th
+ * largest |x| is 0 and ties outnumber the candidate list; the large values
+ * all sit after it. Every one of them must be kept, then zeros in index
+ * order (both CPU backends, with and without a residual).
+ */
+static void test_topk_sparse_ties(void **state)
+{
+	const struct isle_codec_ops *be[] = {isle_codec_scalar_ops(),
+					     isle_codec_cpu_ops()};
+	static const size_t lens[] = {4097, 100003};
+
+	for (size_t b = 0; b < 2; b++)
+		for (size_t li = 0; li < ISLE_ARRAY_SIZE(lens); li++)
+			for (int ef = 0; ef <= 1; ef++) {
+				size_t n = lens[li], big = 0, zeros = 0;
+				struct isle_codec c = codec("topk:0.3");
+				size_t k = isle__topk_k(&c, n);
+				float *x = calloc(n, 4), *res = calloc(n, 4);
+				uint32_t *enc =
+				    malloc(isle_codec_encoded_size(&c, n));
+				const float *vals;
+
+				for (size_t i = n - 200; i < n; i += 2)
+					x[i] = (float)(i % 13) + 1.0f;
+				assert_int_equal(be[b]->encode(&c, x, n, enc,
+							       ef ? res : NULL,
+							       NULL),
+						 0);
+				assert_int_equal(enc[0], k);
+				vals = (const float *)(enc + 2 + k);
+				for (size_t i = 0; i < k; i++) {
+					if (vals[i] != 0.0f)
+						big++;
+					else
+						assert_int_equal(enc[2 + i],
+								 zeros++);
+				}
+				assert_int_equal(big, 100);
+				free(x);
+				free(res);
+				free(enc);
+			}
+}
+
+/*
  * Top-k with a residual on a long vector (the sampled-threshold path): it
  * selects from x + residual, and decoded + new residual == x + old residual.
  */
@@ -630,6 +675,7 @@ int main(void)
 	    cmocka_unit_test(test_error_bounds),
 	    cmocka_unit_test(test_decode_acc),
 	    cmocka_unit_test(test_topk_select),
+	    cmocka_unit_test(test_topk_sparse_ties),
 	    cmocka_unit_test(test_topk_ef_large),
 	    cmocka_unit_test(test_error_feedback),
 	    cmocka_unit_test(test_nonfinite),
