@@ -7,11 +7,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "isle_proto.h"
 #include "isle_agent.h"
-
-/* snprintf into err if non-NULL; returns rc. */
-int isle__agent_err(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Appends a GPU with the given bus id; returns its index or -ENOMEM. The
  * NVLink matrix grows with it. */

@@ -12,18 +12,6 @@
 
 #include "agent_priv.h"
 
-int isle__agent_err(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 isle_agent_node *isle_agent_node_create(void)
 {
 	isle_agent_node *n = calloc(1, sizeof(*n));

@@ -438,12 +438,12 @@ static int xml_loads_safely(const char *path, char *err, size_t errlen)
 			return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	return isle__agent_err(-EINVAL, err, errlen,
-			       "%s: hwloc cannot load it (%s)", path,
-			       WIFSIGNALED(status) || WEXITSTATUS(status) != 2
-				   ? "hwloc crashed on it: malformed XML"
-				   : "not an hwloc XML export, or one from "
-				     "hwloc 3.x?");
+	return isle__errf(-EINVAL, err, errlen, "%s: hwloc cannot load it (%s)",
+			  path,
+			  WIFSIGNALED(status) || WEXITSTATUS(status) != 2
+			      ? "hwloc crashed on it: malformed XML"
+			      : "not an hwloc XML export, or one from "
+				"hwloc 3.x?");
 }
 
 int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
@@ -456,16 +456,16 @@ int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
 	int rc;
 
 	if (hwloc_topology_init(&topo) < 0)
-		return isle__agent_err(-ENOMEM, err, errlen,
-				       "hwloc: cannot initialize");
+		return isle__errf(-ENOMEM, err, errlen,
+				  "hwloc: cannot initialize");
 	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
 	if (xml_path) {
 		FILE *fp = fopen(xml_path, "r");
 
 		if (!fp) {
 			rc = -errno;
-			isle__agent_err(rc, err, errlen, "%s: %s", xml_path,
-					strerror(errno));
+			isle__errf(rc, err, errlen, "%s: %s", xml_path,
+				   strerror(errno));
 			goto out;
 		}
 		fclose(fp);
@@ -475,17 +475,17 @@ int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
 		hwloc_topology_set_flags(topo,
 					 HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT);
 		if (hwloc_topology_set_xml(topo, xml_path) < 0) {
-			rc = isle__agent_err(-EINVAL, err, errlen,
-					     "%s: hwloc cannot read it as XML",
-					     xml_path);
+			rc = isle__errf(-EINVAL, err, errlen,
+					"%s: hwloc cannot read it as XML",
+					xml_path);
 			goto out;
 		}
 	}
 	if (hwloc_topology_load(topo) < 0) {
-		rc = isle__agent_err(-EINVAL, err, errlen,
-				     "%s: hwloc cannot load it (not an hwloc "
-				     "XML export, or one from hwloc 3.x?)",
-				     xml_path ? xml_path : "this machine");
+		rc = isle__errf(-EINVAL, err, errlen,
+				"%s: hwloc cannot load it (not an hwloc "
+				"XML export, or one from hwloc 3.x?)",
+				xml_path ? xml_path : "this machine");
 		goto out;
 	}
 	host = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "HostName");
@@ -506,7 +506,7 @@ int isle_agent_discover_hwloc(isle_agent_node *n, const char *xml_path,
 	if (rc == 0)
 		rc = add_nics(n, topo, &ob);
 	if (rc < 0 || (host && !n->hostname)) {
-		rc = isle__agent_err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	read_nvlinks(n, topo, &ob);

@@ -100,10 +100,10 @@ int isle_agent_discover_ibv(isle_agent_node *n, char *err, size_t errlen)
 
 	list = ibv_get_device_list(&num);
 	if (!list)
-		return isle__agent_err(-ENOENT, err, errlen,
-				       "no RDMA devices (%s)", strerror(errno));
+		return isle__errf(-ENOENT, err, errlen, "no RDMA devices (%s)",
+				  strerror(errno));
 	if (num == 0) {
-		rc = isle__agent_err(-ENOENT, err, errlen, "no RDMA devices");
+		rc = isle__errf(-ENOENT, err, errlen, "no RDMA devices");
 		goto out;
 	}
 	for (i = 0; i < num; i++) {
@@ -119,8 +119,7 @@ int isle_agent_discover_ibv(isle_agent_node *n, char *err, size_t errlen)
 		if (k < 0)
 			k = isle__agent_add_nic(n, name);
 		if (k < 0) {
-			rc = isle__agent_err(-ENOMEM, err, errlen,
-					     "out of memory");
+			rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 			goto out;
 		}
 		c = &n->nics[k];

@@ -199,11 +199,11 @@ int isle_agent_node_write(const isle_agent_node *n, const char *path, char *err,
 	int rc = 0;
 
 	if (!text)
-		return isle__agent_err(-ENOMEM, err, errlen, "out of memory");
+		return isle__errf(-ENOMEM, err, errlen, "out of memory");
 	if (strcmp(path, "-") == 0) {
 		if (fputs(text, stdout) == EOF || fflush(stdout) != 0)
-			rc = isle__agent_err(-EIO, err, errlen,
-					     "stdout: write error");
+			rc = isle__errf(-EIO, err, errlen,
+					"stdout: write error");
 		goto out;
 	}
 	/* Readers never see half a file; devices are written into. */

@@ -173,21 +173,21 @@ int isle_agent_discover_nvml(isle_agent_node *n, char *err, size_t errlen)
 
 	rc = nvml_open(&m);
 	if (rc == -ENOENT)
-		return isle__agent_err(rc, err, errlen,
-				       "libnvidia-ml.so.1 not found");
+		return isle__errf(rc, err, errlen,
+				  "libnvidia-ml.so.1 not found");
 	if (rc < 0)
-		return isle__agent_err(rc, err, errlen,
-				       "libnvidia-ml.so.1 lacks nvmlInit_v2");
+		return isle__errf(rc, err, errlen,
+				  "libnvidia-ml.so.1 lacks nvmlInit_v2");
 	r = m.init();
 	if (r != NVML_SUCCESS) {
-		rc = isle__agent_err(-ENOENT, err, errlen, "nvmlInit: %s",
-				     nvml_str(&m, r));
+		rc = isle__errf(-ENOENT, err, errlen, "nvmlInit: %s",
+				nvml_str(&m, r));
 		goto close;
 	}
 	r = m.count(&count);
 	if (r != NVML_SUCCESS || count == 0) {
-		rc = isle__agent_err(-ENOENT, err, errlen, "no GPU (%s)",
-				     nvml_str(&m, r));
+		rc = isle__errf(-ENOENT, err, errlen, "no GPU (%s)",
+				nvml_str(&m, r));
 		goto out;
 	}
 	/* GPUs hwloc missed (no PCI access in a container) are added. */
@@ -204,8 +204,7 @@ int isle_agent_discover_nvml(isle_agent_node *n, char *err, size_t errlen)
 		if (gi < 0)
 			gi = isle__agent_add_gpu(n, pci.busId);
 		if (gi < 0) {
-			rc = isle__agent_err(-ENOMEM, err, errlen,
-					     "out of memory");
+			rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 			goto out;
 		}
 		if (m.name && m.name(dev, buf, sizeof(buf)) == NVML_SUCCESS)
@@ -215,7 +214,7 @@ int isle_agent_discover_nvml(isle_agent_node *n, char *err, size_t errlen)
 	}
 	links = calloc((size_t)n->ngpus * n->ngpus + 1, sizeof(*links));
 	if (!links) {
-		rc = isle__agent_err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < (unsigned)n->ngpus; i++)

@@ -66,22 +66,21 @@ int isle__codec_policy_parse(struct isle__codec_policy *p, const char *s,
 			snprintf(codec + len, ISLE_PLAN_CODEC_LEN - len, ",%s",
 				 item);
 		} else if (!eq) {
-			(void)isle__agent_err(0, err, errlen,
-					      "codec policy '%s': '%s' is not "
-					      "TIER=CODEC",
-					      s, item);
+			(void)isle__errf(0, err, errlen,
+					 "codec policy '%s': '%s' is not "
+					 "TIER=CODEC",
+					 s, item);
 			rc = -EINVAL;
 			goto out;
 		} else {
 			*eq = '\0';
 			tier = isle_tier_parse(item);
 			if (tier < 0) {
-				(void)isle__agent_err(
-				    0, err, errlen,
-				    "codec policy '%s': unknown "
-				    "tier '%s' (island, node, "
-				    "leaf, spine, core)",
-				    s, item);
+				(void)isle__errf(0, err, errlen,
+						 "codec policy '%s': unknown "
+						 "tier '%s' (island, node, "
+						 "leaf, spine, core)",
+						 s, item);
 				rc = -EINVAL;
 				goto out;
 			}
@@ -384,27 +383,26 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 		uint64_t m = node_gpus(req, names[i]);
 
 		if (n < 0) {
-			(void)isle__agent_err(
-			    0, err, errlen,
-			    "node '%s' is not in the cluster file", names[i]);
+			(void)isle__errf(0, err, errlen,
+					 "node '%s' is not in the cluster file",
+					 names[i]);
 			rc = -ENOENT;
 			goto out;
 		}
 		if (seen[n]) {
-			(void)isle__agent_err(0, err, errlen,
-					      "node '%s' is granted twice",
-					      names[i]);
+			(void)isle__errf(0, err, errlen,
+					 "node '%s' is granted twice",
+					 names[i]);
 			rc = -EINVAL;
 			goto out;
 		}
 		seen[n] = 1;
 		if (t->nodes[n].ngpus < 64 && (m >> t->nodes[n].ngpus)) {
-			(void)isle__agent_err(
-			    0, err, errlen,
-			    "node '%s' has %d GPUs; the job was "
-			    "granted index %d",
-			    names[i], t->nodes[n].ngpus,
-			    63 - __builtin_clzll(m));
+			(void)isle__errf(0, err, errlen,
+					 "node '%s' has %d GPUs; the job was "
+					 "granted index %d",
+					 names[i], t->nodes[n].ngpus,
+					 63 - __builtin_clzll(m));
 			rc = -EINVAL;
 			goto out;
 		}
@@ -417,11 +415,10 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 	}
 	p->nnodes = nnames;
 	if (req->local_node && p->local_node < 0) {
-		(void)isle__agent_err(
-		    0, err, errlen,
-		    "this node '%s' is not among the job's nodes "
-		    "'%s'",
-		    req->local_node, req->nodes);
+		(void)isle__errf(0, err, errlen,
+				 "this node '%s' is not among the job's nodes "
+				 "'%s'",
+				 req->local_node, req->nodes);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -430,8 +427,8 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 		p->local_gpus = node_gpus(req, names[0]);
 	}
 	if (p->nranks == 0) {
-		(void)isle__agent_err(
-		    0, err, errlen, "the job has no GPUs on '%s'", req->nodes);
+		(void)isle__errf(0, err, errlen, "the job has no GPUs on '%s'",
+				 req->nodes);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -467,7 +464,7 @@ int isle__plan_build(const isle_topo *t, const struct isle__plan_req *req,
 	goto out;
 nomem:
 	rc = -ENOMEM;
-	(void)isle__agent_err(0, err, errlen, "out of memory");
+	(void)isle__errf(0, err, errlen, "out of memory");
 out:
 	isle_hostlist_free(names, nnames);
 	free(nodes);

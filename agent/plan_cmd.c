@@ -224,13 +224,11 @@ static int render(const struct plan_args *a, const char *xml_path,
 		return rc;
 	rc = isle_topo_load(a->cluster, &t, lerr, sizeof(lerr));
 	if (rc) {
-		return isle__agent_err(rc, err, errlen, "cluster file: %s",
-				       lerr);
+		return isle__errf(rc, err, errlen, "cluster file: %s", lerr);
 	}
 	rc = isle__plan_build(t, &req, &plan, lerr, sizeof(lerr));
 	if (rc) {
-		(void)isle__agent_err(0, err, errlen, "%s: %s", a->cluster,
-				      lerr);
+		(void)isle__errf(0, err, errlen, "%s: %s", a->cluster, lerr);
 		goto out;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -252,8 +250,8 @@ static int render(const struct plan_args *a, const char *xml_path,
 			break;
 	}
 	if (rc)
-		(void)isle__agent_err(0, err, errlen, "writing the plan: %s",
-				      strerror(-rc));
+		(void)isle__errf(0, err, errlen, "writing the plan: %s",
+				 strerror(-rc));
 out:
 	if (rc)
 		rendered_free(out);

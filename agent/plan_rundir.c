@@ -159,16 +159,15 @@ int isle__rundir_write(int rootfd, const char *id, uid_t reader,
 	return 0;
 fail:
 	if (rc == -EOPNOTSUPP)
-		(void)isle__agent_err(
+		(void)isle__errf(
 		    0, err, errlen,
 		    "run dir of job %s: %s: the file system does not support "
 		    "POSIX ACLs, which let the job's user alone read its "
 		    "files (use a tmpfs such as /run/isle)",
 		    id, what);
 	else
-		(void)isle__agent_err(0, err, errlen,
-				      "run dir of job %s: %s: %s", id, what,
-				      strerror(-rc));
+		(void)isle__errf(0, err, errlen, "run dir of job %s: %s: %s",
+				 id, what, strerror(-rc));
 	if (dfd >= 0)
 		close(dfd);
 	isle_rundir_remove(rootfd, id, NULL, 0);

@@ -45,7 +45,7 @@ int isle__index_list_parse(const char *s, uint64_t *mask, char *err,
 				goto bad;
 		}
 		if (hi >= ISLE_MAX_GPUS_PER_NODE) {
-			return isle__agent_err(
+			return isle__errf(
 			    -ERANGE, err, errlen,
 			    "GPU list '%s': index %ld out of range "
 			    "(max %d)",
@@ -53,11 +53,10 @@ int isle__index_list_parse(const char *s, uint64_t *mask, char *err,
 		}
 		for (long i = lo; i <= hi; i++) {
 			if (m & (1ULL << i)) {
-				return isle__agent_err(
-				    -EINVAL, err, errlen,
-				    "GPU list '%s': index %ld "
-				    "repeated",
-				    s, i);
+				return isle__errf(-EINVAL, err, errlen,
+						  "GPU list '%s': index %ld "
+						  "repeated",
+						  s, i);
 			}
 			m |= 1ULL << i;
 		}
@@ -69,7 +68,6 @@ int isle__index_list_parse(const char *s, uint64_t *mask, char *err,
 	*mask = m;
 	return 0;
 bad:
-	return isle__agent_err(-EINVAL, err, errlen,
-			       "GPU list '%s': expected N, N-M, ...",
-			       s ? s : "");
+	return isle__errf(-EINVAL, err, errlen,
+			  "GPU list '%s': expected N, N-M, ...", s ? s : "");
 }

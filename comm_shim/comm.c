@@ -93,7 +93,8 @@ static void group_key(const struct isle_comm *c, const struct isle__groups *g,
 {
 	const struct isle_plan *pl = c->plan;
 
-	key[0] = isle__scope_val(&pl->ranks[c->plan_rank[i]], pl->levels[l].scope);
+	key[0] =
+	    isle__scope_val(&pl->ranks[c->plan_rank[i]], pl->levels[l].scope);
 	for (int m = 0; m < l; m++)
 		key[m + 1] = g->idx[m * p + i];
 }
@@ -274,11 +275,11 @@ static int load_plan(struct isle_comm *c, MPI_Comm comm, int p, char *err,
 			return rc;
 		PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
 		if (c->plan->nranks != wsize)
-			return isle__comm_errf(
-			    -EINVAL, err, errlen,
-			    "%s: $.ranks: plan has %d ranks, "
-			    "MPI_COMM_WORLD has %d",
-			    c->cfg.plan_path, c->plan->nranks, wsize);
+			return isle__errf(-EINVAL, err, errlen,
+					  "%s: $.ranks: plan has %d ranks, "
+					  "MPI_COMM_WORLD has %d",
+					  c->cfg.plan_path, c->plan->nranks,
+					  wsize);
 		ranks = malloc(sizeof(int) * (size_t)p);
 		if (!ranks)
 			return -ENOMEM;
@@ -350,9 +351,9 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 	if (PMPI_Allreduce(mine, min, 4, MPI_UINT64_T, MPI_MIN, comm) !=
 	    MPI_SUCCESS)
 		return rc ? rc
-			  : isle__comm_errf(-EIO, err, errlen,
-					    "isle_comm_create: plan check "
-					    "failed");
+			  : isle__errf(-EIO, err, errlen,
+				       "isle_comm_create: plan check "
+				       "failed");
 	if (rc || !min[2])
 		return rc;
 	c->plans_differ =
@@ -534,8 +535,8 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 
 	*out = NULL;
 	if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS)
-		return isle__comm_errf(-EINVAL, err, errlen,
-				       "isle_comm_create: bad communicator");
+		return isle__errf(-EINVAL, err, errlen,
+				  "isle_comm_create: bad communicator");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -559,21 +560,20 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 		worst = rc ? rc : -EIO;
 	if (worst) {
 		if (rc)
-			isle__comm_errf(rc, err, errlen, "%s",
-					lerr[0] ? lerr
-						: isle_comm_strerror(rc));
+			isle__errf(rc, err, errlen, "%s",
+				   lerr[0] ? lerr : isle_comm_strerror(rc));
 		else
-			isle__comm_errf(worst, err, errlen,
-					"isle_comm_create failed on another "
-					"rank: %s",
-					isle_comm_strerror(worst));
+			isle__errf(worst, err, errlen,
+				   "isle_comm_create failed on another "
+				   "rank: %s",
+				   isle_comm_strerror(worst));
 		rc = worst;
 		goto out;
 	}
 	if ((rc = chan_init(c, comm, &g, &c->sync)) ||
 	    (rc = chan_init(c, comm, &g, &c->async))) {
-		isle__comm_errf(rc, err, errlen, "isle_comm_create: %s",
-				isle_comm_strerror(rc));
+		isle__errf(rc, err, errlen, "isle_comm_create: %s",
+			   isle_comm_strerror(rc));
 		goto out;
 	}
 	c->cal_pending = c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&

@@ -8,13 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isle_proto.h"
 #include "isle_comm.h"
 
 #define ISLE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Writes one line into err (may be NULL); always returns rc. */
-int isle__comm_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Environment helpers: return 0 and leave *out alone when unset. */
 int isle__env_double(const char *name, double *out, char *err, size_t errlen);
@@ -83,7 +80,7 @@ struct isle__chan {
 	void *scratch[12];
 	size_t scratch_len[12];
 	struct isle__resid *resid;
-	int failed; /* sticky after a timeout: the peers are out of step */
+	int failed;  /* sticky after a timeout: the peers are out of step */
 	int probing; /* the crossover probe runs: its bytes count apart */
 };
 

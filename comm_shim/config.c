@@ -20,8 +20,8 @@ int isle__env_double(const char *name, double *out, char *err, size_t errlen)
 		return 0;
 	v = strtod(s, &end);
 	if (*end || v != v)
-		return isle__comm_errf(-EINVAL, err, errlen,
-				       "%s='%s': expected a number", name, s);
+		return isle__errf(-EINVAL, err, errlen,
+				  "%s='%s': expected a number", name, s);
 	*out = v;
 	return 0;
 }
@@ -65,9 +65,8 @@ int isle__env_size(const char *name, size_t *out, char *err, size_t errlen)
 	*out = (size_t)v;
 	return 0;
 bad:
-	return isle__comm_errf(-EINVAL, err, errlen,
-			       "%s='%s': expected a byte count (e.g. 4M)", name,
-			       s);
+	return isle__errf(-EINVAL, err, errlen,
+			  "%s='%s': expected a byte count (e.g. 4M)", name, s);
 }
 
 void isle_comm_config_default(struct isle_comm_config *cfg)
@@ -94,8 +93,8 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	s = getenv(ISLE_PLAN_ENV);
 	if (s && *s) {
 		if (strlen(s) >= sizeof(cfg->plan_path))
-			return isle__comm_errf(-EINVAL, err, errlen,
-					       "ISLE_PLAN: path too long");
+			return isle__errf(-EINVAL, err, errlen,
+					  "ISLE_PLAN: path too long");
 		strcpy(cfg->plan_path, s);
 	}
 	s = getenv("ISLE_COMM_CODEC");
@@ -104,16 +103,16 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 
 		if (isle_codec_parse(s, &cfg->codec_override, cerr,
 				     sizeof(cerr)))
-			return isle__comm_errf(-EINVAL, err, errlen,
-					       "ISLE_COMM_CODEC: %s", cerr);
+			return isle__errf(-EINVAL, err, errlen,
+					  "ISLE_COMM_CODEC: %s", cerr);
 		cfg->have_codec_override = 1;
 	}
 	s = getenv("ISLE_COMM_ALGO");
 	if (s && *s && isle_algo_parse(s, &cfg->algo))
-		return isle__comm_errf(-EINVAL, err, errlen,
-				       "ISLE_COMM_ALGO='%s': expected auto, "
-				       "ring, rdoubling, hier or passthrough",
-				       s);
+		return isle__errf(-EINVAL, err, errlen,
+				  "ISLE_COMM_ALGO='%s': expected auto, "
+				  "ring, rdoubling, hier or passthrough",
+				  s);
 	if ((rc = isle__env_double("ISLE_COMM_TIMEOUT_S", &cfg->timeout_s, err,
 				   errlen)) ||
 	    (rc = isle__env_double("ISLE_COMM_CYCLE_MS", &cfg->cycle_ms, err,
@@ -126,9 +125,9 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 				 err, errlen)))
 		return rc;
 	if (cfg->timeout_s < 0 || cfg->cycle_ms < 0)
-		return isle__comm_errf(-EINVAL, err, errlen,
-				       "ISLE_COMM_TIMEOUT_S and "
-				       "ISLE_COMM_CYCLE_MS must be >= 0");
+		return isle__errf(-EINVAL, err, errlen,
+				  "ISLE_COMM_TIMEOUT_S and "
+				  "ISLE_COMM_CYCLE_MS must be >= 0");
 	v = 1;
 	if ((rc = isle__env_double("ISLE_COMM_ASYNC", &v, err, errlen)))
 		return rc;

@@ -11,18 +11,6 @@
 
 #include "comm_priv.h"
 
-int isle__comm_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static int env_level(struct isle_plan_level *l, const char *name,
 		     isle_scope scope, const char *bw_env, double bw,
 		     const char *lat_env, double lat, char *err, size_t errlen)
@@ -39,8 +27,8 @@ static int env_level(struct isle_plan_level *l, const char *name,
 	    (rc = isle__env_double(lat_env, &l->lat_us, err, errlen)))
 		return rc;
 	if (!(l->bw_gbps > 0))
-		return isle__comm_errf(-EINVAL, err, errlen, "%s: must be > 0",
-				       bw_env);
+		return isle__errf(-EINVAL, err, errlen, "%s: must be > 0",
+				  bw_env);
 	return isle_codec_parse("none", &l->codec, NULL, 0);
 }
 
@@ -52,8 +40,8 @@ int isle_plan_from_hosts(const char *const *hosts, int nranks,
 
 	*out = NULL;
 	if (nranks < 1)
-		return isle__comm_errf(-EINVAL, err, errlen,
-				       "isle_plan_from_hosts: no ranks");
+		return isle__errf(-EINVAL, err, errlen,
+				  "isle_plan_from_hosts: no ranks");
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		goto out;
@@ -100,9 +88,9 @@ int isle_plan_from_hosts(const char *const *hosts, int nranks,
 	rc = 0;
 out:
 	if (rc == -ENOMEM)
-		isle__comm_errf(rc, err, errlen,
-				"isle_plan_from_hosts: out "
-				"of memory");
+		isle__errf(rc, err, errlen,
+			   "isle_plan_from_hosts: out "
+			   "of memory");
 	isle_plan_destroy(p);
 	return rc;
 }

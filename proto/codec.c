@@ -13,18 +13,6 @@
 
 #include "proto_priv.h"
 
-int isle__proto_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static const char *const kind_names[ISLE_CODEC_COUNT] = {
     [ISLE_CODEC_NONE] = "none", [ISLE_CODEC_FP16] = "fp16",
     [ISLE_CODEC_BF16] = "bf16", [ISLE_CODEC_INT8] = "int8",

@@ -322,6 +322,17 @@ ISLE_EXPORT int isle_rundir_check_id(const char *id, char *err, size_t errlen);
 ISLE_EXPORT int isle_rundir_remove(int rootfd, const char *id, char *err,
 				   size_t errlen);
 
+/* -------------------------------------------------------------- errors */
+
+/*
+ * The one error-message helper of isle's modules (not a format): writes
+ * the message into err when err is not NULL and errlen > 0, and returns
+ * rc, so `return isle__errf(-EINVAL, err, errlen, "x: %s", why);` reports
+ * and fails in one line. libc only (proto/errf.c).
+ */
+int isle__errf(int rc, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---------------------------------------------------------------- names */
 
 /*

@@ -5,7 +5,8 @@
 # plugins, islectl and the fuzz targets link it.
 
 PROTO_SRCS := proto/plan.c proto/plan_scan.c proto/codec.c proto/jobopt.c \
-	      proto/layout.c proto/rundir.c proto/name.c proto/report.c
+	      proto/layout.c proto/rundir.c proto/name.c proto/report.c \
+	      proto/errf.c
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS   += $(PROTO_OBJS)
 PROTO_LDLIBS := -ljson-c

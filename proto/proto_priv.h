@@ -9,9 +9,6 @@
 
 #include "isle_proto.h"
 
-/* vsnprintf into err (when not NULL); returns rc. */
-int isle__proto_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-#define errf isle__proto_errf
+#define errf isle__errf
 
 #endif /* ISLE_PROTO_PRIV_H */

@@ -6,7 +6,7 @@
  *     `scontrol show job` prints and slurmctld saves with the job state;
  *   - a JSON record StateSaveLocation/isle/job_<id>.json with the request,
  *     the placement, the candidates the engine weighed and why the winner
- *     won. `islectl explain <jobid>` prints it (slurm_plugin/explain.c).
+ *     won. `islectl explain <jobid>` prints it (topology/islectl_explain.c).
  *
  * cons_tres evaluates pending jobs many times (submit test, main scheduler,
  * backfill's plans), with the job and node write locks held. Records stay in
@@ -510,13 +510,33 @@ void isle__decision_record(job_record_t *job_ptr,
 	xfree(nodes);
 }
 
+/* The AdminComment's word for out (new string). */
+static char *_outcome_word(enum isle__outcome out)
+{
+	switch (out) {
+	case ISLE_OUT_WAITING:
+	case ISLE_OUT_FALLBACK_WAITING:
+		return xstrdup("waiting");
+	case ISLE_OUT_REFUSED:
+		return xstrdup("refused");
+	case ISLE_OUT_FALLBACK:
+		return xstrdup_printf("fallback (cannot load the cluster file: "
+				      "%s)",
+				      isle__ctx.load_error);
+	case ISLE_OUT_DEFAULT:
+		break;
+	}
+	return xstrdup("default selection");
+}
+
 void isle__decision_none(job_record_t *job_ptr,
-			 const struct isle_place_req *req, const char *what,
-			 const char *reason,
+			 const struct isle_place_req *req,
+			 enum isle__outcome out, const char *reason,
 			 const struct isle_place_cand *cands, int ncands)
 {
-	char *line = xstrdup_printf("isle: %s: %s", what, reason);
-	bool may_start = xstrcmp(what, "waiting") && xstrcmp(what, "refused");
+	char *word = _outcome_word(out);
+	char *line = xstrdup_printf("isle: %s: %s", word, reason);
+	bool may_start = out == ISLE_OUT_DEFAULT || out == ISLE_OUT_FALLBACK;
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
@@ -525,12 +545,12 @@ void isle__decision_none(job_record_t *job_ptr,
 		 * refused here (a job that bypassed sbatch), requests that
 		 * can never be placed and the fallback are said where admins
 		 * look; the rest at debug level. */
-		if (!req || !xstrcmp(what, "refused") ||
-		    !strncmp(line, "isle: fallback", 14) ||
-		    strstr(reason, "fallback"))
-			info("isle: %pJ: %s: %s", job_ptr, what, reason);
+		if (!req || out == ISLE_OUT_REFUSED ||
+		    out == ISLE_OUT_FALLBACK ||
+		    out == ISLE_OUT_FALLBACK_WAITING)
+			info("isle: %pJ: %s: %s", job_ptr, word, reason);
 		else
-			debug("isle: %pJ: %s: %s", job_ptr, what, reason);
+			debug("isle: %pJ: %s: %s", job_ptr, word, reason);
 		o = _record_json(job_ptr, line, reason);
 		if (req)
 			json_object_object_add(o, "request",
@@ -545,4 +565,5 @@ void isle__decision_none(job_record_t *job_ptr,
 	}
 	_jobinfo_set(job_ptr, line, NULL, NULL);
 	xfree(line);
+	xfree(word);
 }

@@ -164,8 +164,7 @@ static uint64_t _node_free_mask(topology_eval_t *te, int i, int ngpus)
 	}
 	if (sg && sg->use_total_gres) /* test_only: the job may wait */
 		return mask;
-	if (IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||
-	    IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr))
+	if (isle__node_out_of_service(node_ptr))
 		return 0;
 	if (ns && ns->gres_bit_alloc) {
 		_or_bits(&alloc, ns->gres_bit_alloc, ngpus);
@@ -372,7 +371,8 @@ int isle__eval_fallback(topology_eval_t *te)
 	job_record_t *job_ptr = te->job_ptr;
 	struct isle_place_req req;
 	struct isle__job_opts o;
-	char err[256], *what = NULL, *reason = NULL;
+	enum isle__outcome out = ISLE_OUT_FALLBACK;
+	char err[256], *reason = NULL;
 	int ret = ESLURM_NOT_SUPPORTED;
 
 	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err)))
@@ -384,7 +384,7 @@ int isle__eval_fallback(topology_eval_t *te)
 	 * default selection puts it, and the AdminComment says so instead of
 	 * keeping an earlier plan. The submit test lets the job queue. */
 	if (o.set && o.mode == ISLE_PLACE_REQUIRED) {
-		what = xstrdup("waiting");
+		out = ISLE_OUT_FALLBACK_WAITING;
 		reason = xstrdup_printf("fallback (cannot load the cluster "
 					"file: %s): required mode waits for a "
 					"valid cluster file",
@@ -392,13 +392,9 @@ int isle__eval_fallback(topology_eval_t *te)
 		if (!_testing(te))
 			ret = SLURM_ERROR;
 	} else {
-		what = xstrdup_printf("fallback (cannot load the cluster file: "
-				      "%s)",
-				      isle__ctx.load_error);
 		reason = xstrdup("Slurm's default selection");
 	}
-	isle__decision_none(job_ptr, &req, what, reason, NULL, 0);
-	xfree(what);
+	isle__decision_none(job_ptr, &req, out, reason, NULL, 0);
 	xfree(reason);
 	return ret;
 }
@@ -415,7 +411,7 @@ int isle__eval_nodes(topology_eval_t *te)
 	uint64_t *free_mask = NULL, *eligible = NULL;
 	bitstr_t *chosen = NULL;
 	bitstr_t *req_map = job_ptr->details->req_node_bitmap;
-	const char *what;
+	enum isle__outcome out;
 	char err[256];
 	int ncands = 0, rc, ret = ESLURM_NOT_SUPPORTED;
 
@@ -426,8 +422,8 @@ int isle__eval_nodes(topology_eval_t *te)
 		return ESLURM_NOT_SUPPORTED;
 
 	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err))) {
-		isle__decision_none(job_ptr, NULL, "default selection", err,
-				    NULL, 0);
+		isle__decision_none(job_ptr, NULL, ISLE_OUT_DEFAULT, err, NULL,
+				    0);
 		return ESLURM_NOT_SUPPORTED;
 	}
 	if (!_place_request(te, &o, &req))
@@ -440,8 +436,8 @@ int isle__eval_nodes(topology_eval_t *te)
 		if (o.mode == ISLE_PLACE_REQUIRED)
 			ret = SLURM_ERROR;
 		isle__decision_none(job_ptr, &req,
-				    ret == SLURM_ERROR ? "refused"
-						       : "default selection",
+				    ret == SLURM_ERROR ? ISLE_OUT_REFUSED
+						       : ISLE_OUT_DEFAULT,
 				    err, NULL, 0);
 		return ret;
 	}
@@ -479,12 +475,12 @@ int isle__eval_nodes(topology_eval_t *te)
 		if (o.mode == ISLE_PLACE_REQUIRED && rc != -ENOMEM)
 			ret = SLURM_ERROR;
 		if (ret != SLURM_ERROR)
-			what = "default selection";
+			out = ISLE_OUT_DEFAULT;
 		else if (rc == -ENOSPC)
-			what = "waiting";
+			out = ISLE_OUT_WAITING;
 		else
-			what = "refused";
-		isle__decision_none(job_ptr, &req, what, res.reason, cands,
+			out = ISLE_OUT_REFUSED;
+		isle__decision_none(job_ptr, &req, out, res.reason, cands,
 				    ncands);
 		goto out;
 	}
@@ -493,8 +489,8 @@ int isle__eval_nodes(topology_eval_t *te)
 	if (_eval_on(te, chosen) != SLURM_SUCCESS) {
 		if (o.mode == ISLE_PLACE_REQUIRED)
 			ret = SLURM_ERROR;
-		what = (ret == SLURM_ERROR) ? "waiting" : "default selection";
-		isle__decision_none(job_ptr, &req, what,
+		out = ret == SLURM_ERROR ? ISLE_OUT_WAITING : ISLE_OUT_DEFAULT;
+		isle__decision_none(job_ptr, &req, out,
 				    "the isle nodes lack CPUs, memory or other "
 				    "resources this job needs",
 				    cands, ncands);

@@ -133,8 +133,14 @@ void isle__records_warn(void *arg, const char *msg);
  * argument (logged with file and line), the built-in defaults apply. */
 void isle__policy_load(void);
 
-/* Free GPUs of a Slurm node as a mask (down/drained: 0). slurmctld only. */
+/* Free GPUs of a Slurm node as a mask (out of service: 0). slurmctld
+ * only. */
 uint64_t isle__node_free_gpus(int slurm_inx, int *total);
+
+/* The node takes no job now: down, drained, failed, not responding or not
+ * yet in service (FUTURE). The one test for the topoinfo counts and for
+ * eval_nodes. */
+bool isle__node_out_of_service(const node_record_t *node_ptr);
 
 /* topoinfo for scontrol show topology (see topology_isle.c for packing). */
 enum isle__rec_kind {
@@ -197,13 +203,25 @@ void isle__decision_record(job_record_t *job_ptr,
 			   const struct isle_place_cand *cands, int ncands,
 			   bitstr_t *node_map, bool planned);
 
-/* Records that isle did not place the job: "isle: WHAT: REASON" in the
- * AdminComment (what: "waiting" or "default selection") and a record
- * without placement, so `islectl explain` tells why. req may be NULL (the
- * job's options were refused); then the line is also logged, once. */
+/* Why topology/isle did not place a job; the AdminComment's word for it
+ * follows "isle: " (isle__decision_none). */
+enum isle__outcome {
+	ISLE_OUT_DEFAULT,  /* "default selection": Slurm's algorithm places */
+	ISLE_OUT_WAITING,  /* "waiting": required mode, no placement now */
+	ISLE_OUT_REFUSED,  /* "refused": required mode, never a placement */
+	ISLE_OUT_FALLBACK, /* "fallback (cannot load the cluster file: E)":
+			      no model, Slurm's default selection */
+	ISLE_OUT_FALLBACK_WAITING, /* "waiting", no model: required mode */
+};
+
+/* Records that isle did not place the job: "isle: WORD: REASON" in the
+ * AdminComment (WORD from out) and a record without placement, so
+ * `islectl explain` tells why. req may be NULL (the job's options were
+ * refused). Refusals, fallbacks and refused options are logged at info
+ * once per job and reason, the rest at debug. */
 void isle__decision_none(job_record_t *job_ptr,
-			 const struct isle_place_req *req, const char *what,
-			 const char *reason,
+			 const struct isle_place_req *req,
+			 enum isle__outcome out, const char *reason,
 			 const struct isle_place_cand *cands, int ncands);
 
 /* Starts the record store (slurmctld only; reloads the records an earlier

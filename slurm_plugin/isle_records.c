@@ -302,6 +302,13 @@ static void _warn_no_cores(const node_record_t *node_ptr,
 	slurm_mutex_unlock(&lock);
 }
 
+bool isle__node_out_of_service(const node_record_t *node_ptr)
+{
+	return IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||
+	       IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr) ||
+	       IS_NODE_FUTURE(node_ptr);
+}
+
 uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 {
 	node_record_t *node_ptr = node_record_table_ptr[slurm_inx];
@@ -321,9 +328,7 @@ uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 	_warn_no_cores(node_ptr, ns);
 	n = MIN(ns->gres_cnt_avail, ISLE_MAX_GPUS_PER_NODE);
 	*total = n;
-	if (IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||
-	    IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr) ||
-	    IS_NODE_FUTURE(node_ptr))
+	if (isle__node_out_of_service(node_ptr))
 		return 0;
 	if (ns->gres_bit_alloc) {
 		for (int g = 0; g < n && g < bit_size(ns->gres_bit_alloc); g++)

@@ -42,14 +42,14 @@ static int write_through(const char *path, const char *data, size_t len,
 	int rc;
 
 	if (fd < 0)
-		return isle__err(-errno, err, errlen, "%s: %s", path,
-				 strerror(errno));
+		return isle__errf(-errno, err, errlen, "%s: %s", path,
+				  strerror(errno));
 	rc = write_all(fd, data, len);
 	if (close(fd) && !rc)
 		rc = -errno;
 	if (rc)
-		return isle__err(rc, err, errlen, "%s: %s", path,
-				 strerror(-rc));
+		return isle__errf(rc, err, errlen, "%s: %s", path,
+				  strerror(-rc));
 	return 0;
 }
 
@@ -71,32 +71,33 @@ int isle_write_file(const char *path, const char *data, size_t len,
 	}
 	if (asprintf(&tmp, "%s.XXXXXX", target) < 0) {
 		tmp = NULL;
-		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory", path);
+		rc =
+		    isle__errf(-ENOMEM, err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		rc = isle__err(-errno, err, errlen, "%s: %s", tmp,
-			       strerror(errno));
+		rc = isle__errf(-errno, err, errlen, "%s: %s", tmp,
+				strerror(errno));
 		goto out;
 	}
 	rc = write_all(fd, data, len);
 	if (!rc && (fchmod(fd, (mode_t)mode) || fsync(fd)))
 		rc = -errno;
 	if (rc) {
-		rc = isle__err(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
+		rc = isle__errf(rc, err, errlen, "%s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if (close(fd)) {
 		fd = -1;
-		rc = isle__err(-EIO, err, errlen, "%s: %s", tmp,
-			       strerror(errno));
+		rc = isle__errf(-EIO, err, errlen, "%s: %s", tmp,
+				strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, target)) {
-		rc = isle__err(-errno, err, errlen, "%s: %s", path,
-			       strerror(errno));
+		rc = isle__errf(-errno, err, errlen, "%s: %s", path,
+				strerror(errno));
 		goto out;
 	}
 	free(tmp);
@@ -122,8 +123,8 @@ int isle__read_file(const char *path, char **out, char *err, size_t errlen)
 
 	*out = NULL;
 	if (!f)
-		return isle__err(-errno, err, errlen, "%s: %s", path,
-				 strerror(errno));
+		return isle__errf(-errno, err, errlen, "%s: %s", path,
+				  strerror(errno));
 	/* Sized from stat; the loop still copes with files that grow. */
 	if (fstat(fileno(f), &st) == 0 && st.st_size > 0)
 		cap = (size_t)st.st_size + 2;
@@ -136,15 +137,15 @@ int isle__read_file(const char *path, char **out, char *err, size_t errlen)
 			cap = cap ? cap * 2 : 65536;
 			p = realloc(buf, cap);
 			if (!p) {
-				rc = isle__err(-ENOMEM, err, errlen,
-					       "%s: out of memory", path);
+				rc = isle__errf(-ENOMEM, err, errlen,
+						"%s: out of memory", path);
 				goto out;
 			}
 			buf = p;
 		}
 		if (!buf && !(buf = malloc(cap))) {
-			rc = isle__err(-ENOMEM, err, errlen,
-				       "%s: out of memory", path);
+			rc = isle__errf(-ENOMEM, err, errlen,
+					"%s: out of memory", path);
 			goto out;
 		}
 		n = fread(buf + len, 1, cap - len - 1, f);
@@ -153,11 +154,11 @@ int isle__read_file(const char *path, char **out, char *err, size_t errlen)
 			break;
 	}
 	if (ferror(f)) {
-		rc = isle__err(-EIO, err, errlen, "%s: read error", path);
+		rc = isle__errf(-EIO, err, errlen, "%s: read error", path);
 		goto out;
 	}
 	if (memchr(buf, '\0', len)) {
-		rc = isle__err(-EINVAL, err, errlen, "%s: binary data", path);
+		rc = isle__errf(-EINVAL, err, errlen, "%s: binary data", path);
 		goto out;
 	}
 	buf[len] = '\0';

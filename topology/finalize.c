@@ -125,10 +125,10 @@ static int node_islands(isle_topo *t, int ni, char *err, size_t errlen)
 		is->nodes[0] = ni;
 		rc = isle__index_put(t->island_idx, is->name, t->nislands);
 		if (rc == -EEXIST)
-			rc = isle__err(-EINVAL, err, errlen,
-				       "island name '%s' of node '%s' clashes "
-				       "with a domain name",
-				       is->name, n->name);
+			rc = isle__errf(-EINVAL, err, errlen,
+					"island name '%s' of node '%s' clashes "
+					"with a domain name",
+					is->name, n->name);
 		if (rc) {
 			isle__free_island(is);
 			return rc;
@@ -361,7 +361,8 @@ static int check_switch_cycles(const isle_topo *t, char *err, size_t errlen)
 				fprintf(f, "%s -> ", t->switches[path[d]].name);
 			fprintf(f, "%s", t->switches[k].name);
 			fclose(f);
-			rc = isle__err(-EINVAL, err, errlen,
+			rc =
+			    isle__errf(-EINVAL, err, errlen,
 				       "switch links form a cycle (a switch is "
 				       "below itself): %s",
 				       msg ? msg : "?");
@@ -381,7 +382,7 @@ int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 	int rc, i;
 
 	if (!t)
-		return isle__err(-EINVAL, err, errlen, "no model");
+		return isle__errf(-EINVAL, err, errlen, "no model");
 	rc = isle__drop_derived_islands(t);
 	if (rc)
 		goto out;
@@ -413,7 +414,7 @@ int isle_topo_finalize(isle_topo *t, char *err, size_t errlen)
 	t->finalized = 1;
 out:
 	if (rc == -ENOMEM)
-		isle__err(rc, err, errlen, "out of memory");
+		isle__errf(rc, err, errlen, "out of memory");
 	return rc;
 }
 /* NVLink links per GPU and GB/s per link and direction, by GPU model. */

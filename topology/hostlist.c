@@ -72,23 +72,23 @@ static int expand_one(const char *expr, const char *p, const char *end,
 
 	tlen = (size_t)((open ? open : end) - p);
 	if (plen + tlen + 24 >= 1024)
-		return isle__err(-EINVAL, err, errlen,
-				 "'%s': host name too long", expr);
+		return isle__errf(-EINVAL, err, errlen,
+				  "'%s': host name too long", expr);
 	memcpy(prefix + plen, p, tlen);
 	plen += tlen;
 	if (memchr(p, ']', tlen))
-		return isle__err(-EINVAL, err, errlen, "'%s': unmatched ']'",
-				 expr);
+		return isle__errf(-EINVAL, err, errlen, "'%s': unmatched ']'",
+				  expr);
 	if (!open) {
 		if (!plen)
-			return isle__err(-EINVAL, err, errlen,
-					 "'%s': empty host name", expr);
+			return isle__errf(-EINVAL, err, errlen,
+					  "'%s': empty host name", expr);
 		return names_push(nm, strndup(prefix, plen));
 	}
 	close = memchr(open, ']', (size_t)(end - open));
 	if (!close)
-		return isle__err(-EINVAL, err, errlen, "'%s': missing ']'",
-				 expr);
+		return isle__errf(-EINVAL, err, errlen, "'%s': missing ']'",
+				  expr);
 	for (q = open + 1; q < close;) {
 		unsigned long lo, hi;
 		int wlo, whi;
@@ -105,8 +105,8 @@ static int expand_one(const char *expr, const char *p, const char *end,
 		if (q < close && *q != ',')
 			goto bad_range;
 		if (hi - lo >= ISLE_HOSTLIST_MAX)
-			return isle__err(-ERANGE, err, errlen,
-					 "'%s': range too large", expr);
+			return isle__errf(-ERANGE, err, errlen,
+					  "'%s': range too large", expr);
 		for (unsigned long v = lo; v <= hi; v++) {
 			int m = snprintf(prefix + plen, 24, "%0*lu", wlo, v);
 
@@ -124,9 +124,9 @@ static int expand_one(const char *expr, const char *p, const char *end,
 		goto bad_range;
 	return 0;
 bad_range:
-	return isle__err(-EINVAL, err, errlen,
-			 "'%s': bad range '%.*s' (want [a-b,c,...])", expr,
-			 (int)(close - open + 1), open);
+	return isle__errf(-EINVAL, err, errlen,
+			  "'%s': bad range '%.*s' (want [a-b,c,...])", expr,
+			  (int)(close - open + 1), open);
 }
 
 void isle_hostlist_free(char **names, int n)
@@ -147,7 +147,7 @@ int isle_hostlist_expand(const char *expr, char ***names, int *n, char *err,
 	*names = NULL;
 	*n = 0;
 	if (!expr)
-		return isle__err(-EINVAL, err, errlen, "no host list");
+		return isle__errf(-EINVAL, err, errlen, "no host list");
 	while (*p && !rc) {
 		const char *end = p;
 		int depth = 0;
@@ -169,20 +169,20 @@ int isle_hostlist_expand(const char *expr, char ***names, int *n, char *err,
 				break;
 		}
 		if (depth != 0) {
-			rc = isle__err(-EINVAL, err, errlen, "'%s': %s", expr,
-				       depth < 0   ? "unmatched ']'"
-				       : depth > 1 ? "nested '['"
-						   : "missing ']'");
+			rc = isle__errf(-EINVAL, err, errlen, "'%s': %s", expr,
+					depth < 0   ? "unmatched ']'"
+					: depth > 1 ? "nested '['"
+						    : "missing ']'");
 			break;
 		}
 		rc = expand_one(expr, p, end, prefix, 0, &nm, err, errlen);
 		p = end;
 	}
 	if (rc == -ERANGE)
-		isle__err(rc, err, errlen, "'%s': more than %d hosts", expr,
-			  ISLE_HOSTLIST_MAX);
+		isle__errf(rc, err, errlen, "'%s': more than %d hosts", expr,
+			   ISLE_HOSTLIST_MAX);
 	else if (rc == -ENOMEM)
-		isle__err(rc, err, errlen, "out of memory");
+		isle__errf(rc, err, errlen, "out of memory");
 	if (rc) {
 		isle_hostlist_free(nm.v, nm.n);
 		return rc;

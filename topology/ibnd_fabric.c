@@ -64,12 +64,13 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 	fp = fopen(path, "r");
 	if (!fp) {
 		rc = -errno;
-		return isle__err(rc, err, errlen, "%s: %s", path,
-				 strerror(-rc));
+		return isle__errf(rc, err, errlen, "%s: %s", path,
+				  strerror(-rc));
 	}
 	m->idx = isle__index_create();
 	if (!m->idx) {
-		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory", path);
+		rc =
+		    isle__errf(-ENOMEM, err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	while (getline(&line, &cap, fp) >= 0) {
@@ -91,9 +92,9 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 			char *e = strrchr(v + 1, '"');
 
 			if (!e) {
-				rc = isle__err(-EINVAL, err, errlen,
-					       "%s:%d: unterminated quote",
-					       path, lineno);
+				rc = isle__errf(-EINVAL, err, errlen,
+						"%s:%d: unterminated quote",
+						path, lineno);
 				goto out;
 			}
 			*e = '\0';
@@ -105,9 +106,9 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 		while (len && isspace((unsigned char)v[len - 1]))
 			v[--len] = '\0';
 		if (need_value && !*v) {
-			rc = isle__err(-EINVAL, err, errlen,
-				       "%s:%d: expected \"GUID hostname\"",
-				       path, lineno);
+			rc = isle__errf(-EINVAL, err, errlen,
+					"%s:%d: expected \"GUID hostname\"",
+					path, lineno);
 			goto out;
 		}
 		key = norm_key(k);
@@ -116,8 +117,8 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 		    isle__grow((void **)&m->keys, &m->cap, m->n + 1,
 			       sizeof(*m->keys)) < 0 ||
 		    !(m->vals = realloc(m->vals, m->cap * sizeof(*m->vals)))) {
-			rc = isle__err(-ENOMEM, err, errlen,
-				       "%s: out of memory", path);
+			rc = isle__errf(-ENOMEM, err, errlen,
+					"%s: out of memory", path);
 			goto out;
 		}
 		prev = isle__index_get(m->idx, key);
@@ -138,8 +139,8 @@ int isle__ibnd_keymap_read(struct isle__ibnd_keymap *m, const char *path,
 		key = val = NULL;
 		m->n++;
 		if (rc < 0) {
-			rc = isle__err(rc, err, errlen, "%s: out of memory",
-				       path);
+			rc = isle__errf(rc, err, errlen, "%s: out of memory",
+					path);
 			goto out;
 		}
 	}

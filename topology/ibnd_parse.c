@@ -72,8 +72,8 @@ static int perr(struct parser *p, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return isle__err(rc, p->err, p->errlen, "%s:%d: %s", p->path, p->lineno,
-			 msg);
+	return isle__errf(rc, p->err, p->errlen, "%s:%d: %s", p->path,
+			  p->lineno, msg);
 }
 
 static const char *skip_ws(const char *s)
@@ -605,8 +605,8 @@ int isle__ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
 	fp = fopen(path, "r");
 	if (!fp) {
 		rc = -errno;
-		return isle__err(rc, err, errlen, "%s: %s", path,
-				 strerror(-rc));
+		return isle__errf(rc, err, errlen, "%s: %s", path,
+				  strerror(-rc));
 	}
 	f = calloc(1, sizeof(*f));
 	if (f)
@@ -614,7 +614,8 @@ int isle__ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
 	if (f)
 		f->source = strdup(path);
 	if (!f || !f->id_idx || !f->source) {
-		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory", path);
+		rc =
+		    isle__errf(-ENOMEM, err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	p.f = f;
@@ -629,10 +630,10 @@ int isle__ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
 		goto out;
 	}
 	if (f->nnodes == 0) {
-		rc = isle__err(-EINVAL, err, errlen,
-			       "%s: no switch or CA found (not an "
-			       "ibnetdiscover dump?)",
-			       path);
+		rc = isle__errf(-EINVAL, err, errlen,
+				"%s: no switch or CA found (not an "
+				"ibnetdiscover dump?)",
+				path);
 		goto out;
 	}
 	rc = check_links(&p);
@@ -703,7 +704,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 	if (!opts)
 		opts = &none;
 	if (!dump_path)
-		return isle__err(-EINVAL, err, errlen, "no dump file given");
+		return isle__errf(-EINVAL, err, errlen, "no dump file given");
 	if (opts->guid_map) {
 		rc = isle__ibnd_keymap_read(&map, opts->guid_map, 1, err,
 					    errlen);
@@ -721,7 +722,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 		goto out;
 	rc = isle__ibnd_classify(f, &map, &spines, opts->flags);
 	if (rc < 0) {
-		isle__err(rc, err, errlen, "%s: out of memory", dump_path);
+		isle__errf(rc, err, errlen, "%s: out of memory", dump_path);
 		goto out;
 	}
 	isle__ibnd_report_anonymous(f);

@@ -184,13 +184,13 @@ static int select_hosts(const isle_ibnd_fabric *f, const char *list, char *keep,
 
 	rc = isle_hostlist_expand(list, &hosts, &nhosts, herr, sizeof(herr));
 	if (rc)
-		return isle__err(rc, err, errlen, "--nodes '%s': %s", list,
-				 herr);
+		return isle__errf(rc, err, errlen, "--nodes '%s': %s", list,
+				  herr);
 	want = isle__index_create();
 	seen = isle__index_create();
 	queue = malloc((size_t)f->nnodes * sizeof(*queue) + 1);
 	if (!want || !seen || !queue) {
-		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < nhosts; i++)
@@ -228,10 +228,10 @@ static int select_hosts(const isle_ibnd_fabric *f, const char *list, char *keep,
 	for (i = 0; i < nhosts; i++)
 		missing += isle__index_get(seen, hosts[i]) < 0;
 	if (missing == nhosts)
-		rc = isle__err(-ENOENT, err, errlen,
-			       "%s: none of the hosts of --nodes '%s' is in "
-			       "the dump",
-			       f->source, list);
+		rc = isle__errf(-ENOENT, err, errlen,
+				"%s: none of the hosts of --nodes '%s' is in "
+				"the dump",
+				f->source, list);
 	else if (missing)
 		isle__warn("%s: %d of the %d hosts of --nodes are not in the "
 			   "dump",
@@ -342,8 +342,8 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 	nodes = isle__index_create();
 	if (!sw || !order || !swname || !owned || !nodes ||
 	    switch_names(f, swname, owned) < 0) {
-		rc = isle__err(-ENOMEM, err, errlen, "%s: out of memory",
-			       f->source);
+		rc = isle__errf(-ENOMEM, err, errlen, "%s: out of memory",
+				f->source);
 		goto out;
 	}
 	for (i = 0; i < t->nnodes; i++)
@@ -365,18 +365,18 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 		if (rc == -EEXIST)
 			rc = find_switch_linear(t, swname[i]);
 		if (rc < 0) {
-			rc = isle__err(rc, err, errlen,
-				       "%s:%d: switch \"%s\": %s", f->source,
-				       n->line, swname[i], strerror(-rc));
+			rc = isle__errf(rc, err, errlen,
+					"%s:%d: switch \"%s\": %s", f->source,
+					n->line, swname[i], strerror(-rc));
 			goto out;
 		}
 		sw[i] = rc;
 		rc = isle_topo_set_switch(t, sw[i], n->rail,
 					  isle__ibnd_max_gbps(n));
 		if (rc < 0) {
-			rc = isle__err(rc, err, errlen,
-				       "%s:%d: switch \"%s\": %s", f->source,
-				       n->line, swname[i], strerror(-rc));
+			rc = isle__errf(rc, err, errlen,
+					"%s:%d: switch \"%s\": %s", f->source,
+					n->line, swname[i], strerror(-rc));
 			goto out;
 		}
 	}
@@ -414,7 +414,7 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 			}
 			rc = isle_topo_link_switches(t, sw[r], sw[i]);
 			if (rc < 0) {
-				rc = isle__err(
+				rc = isle__errf(
 				    rc, err, errlen, "%s:%d: cable %s - %s: %s",
 				    f->source, n->links[j].line, n->id,
 				    f->nodes[r].id, strerror(-rc));
@@ -441,7 +441,7 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 		if (nd < 0) {
 			nd = isle_topo_add_node(t, c->host, 0);
 			if (nd < 0) {
-				rc = isle__err(
+				rc = isle__errf(
 				    nd, err, errlen, "%s:%d: host \"%s\": %s",
 				    f->source, c->line, c->host, strerror(-nd));
 				goto out;
@@ -463,10 +463,10 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 			nic = isle_topo_add_nic(t, nd, name, guid, c->rail,
 						isle__ibnd_max_gbps(c), -1);
 			if (nic < 0) {
-				rc = isle__err(nic, err, errlen,
-					       "%s:%d: %s %s: %s", f->source,
-					       c->line, c->host, name,
-					       strerror(-nic));
+				rc = isle__errf(nic, err, errlen,
+						"%s:%d: %s %s: %s", f->source,
+						c->line, c->host, name,
+						strerror(-nic));
 				goto out;
 			}
 		} else {
@@ -488,7 +488,7 @@ static int to_topo(const isle_ibnd_fabric *f, const char *keep, isle_topo *t,
 			 * the same CA is recorded for the node only. */
 			rc = isle_topo_attach_node(t, s, nd, j == 0 ? nic : -1);
 			if (rc < 0) {
-				rc = isle__err(
+				rc = isle__errf(
 				    rc, err, errlen, "%s:%d: %s to %s: %s",
 				    f->source, c->links[j].line, c->host,
 				    t->switches[s].name, strerror(-rc));
@@ -522,14 +522,14 @@ int isle_ibnd_load_opts(isle_topo *t, const char *dump_path,
 	int rc;
 
 	if (!t)
-		return isle__err(-EINVAL, err, errlen, "no model");
+		return isle__errf(-EINVAL, err, errlen, "no model");
 	rc = isle_ibnd_parse(dump_path, opts, &f, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (opts && opts->nodes) {
 		keep = malloc((size_t)f->nnodes + 1);
 		rc = keep ? select_hosts(f, opts->nodes, keep, err, errlen)
-			  : isle__err(-ENOMEM, err, errlen, "out of memory");
+			  : isle__errf(-ENOMEM, err, errlen, "out of memory");
 	}
 	if (rc >= 0)
 		rc = to_topo(f, keep, t, err, errlen);

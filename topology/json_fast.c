@@ -388,7 +388,7 @@ static int parse(const char *buf, const char *name, struct json_object **out,
 
 	*out = NULL;
 	if (!tok)
-		return isle__err(-ENOMEM, err, errlen, "out of memory");
+		return isle__errf(-ENOMEM, err, errlen, "out of memory");
 	*out = json_tokener_parse_ex(tok, buf, (int)len);
 	e = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
@@ -410,12 +410,12 @@ static int parse(const char *buf, const char *name, struct json_object **out,
 	}
 	json_object_put(*out);
 	*out = NULL;
-	return isle__err(-EINVAL, err, errlen,
-			 "%s:%d:%d: JSON syntax error: %s", name, line, col,
-			 e == json_tokener_success ? "trailing data"
-			 : e == json_tokener_continue
-			     ? "unexpected end of file"
-			     : json_tokener_error_desc(e));
+	return isle__errf(-EINVAL, err, errlen,
+			  "%s:%d:%d: JSON syntax error: %s", name, line, col,
+			  e == json_tokener_success ? "trailing data"
+			  : e == json_tokener_continue
+			      ? "unexpected end of file"
+			      : json_tokener_error_desc(e));
 }
 
 int isle__jv_parse_plain(const char *buf, struct jv_doc *d)
@@ -453,7 +453,7 @@ int isle__jv_parse_jc(const char *buf, const char *name, struct jv_doc *d,
 	memset(d, 0, sizeof(*d));
 	rc = parse(buf, name, &d->jc, err, errlen);
 	if (!rc && jv_from_jc(d, d->jc, &d->root))
-		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 	if (rc)
 		isle__jv_doc_free(d);
 	return rc;
@@ -465,7 +465,7 @@ int isle__jv_parse(const char *buf, const char *name, struct jv_doc *d,
 	int rc = isle__jv_parse_plain(buf, d);
 
 	if (rc < 0)
-		return isle__err(rc, err, errlen, "out of memory");
+		return isle__errf(rc, err, errlen, "out of memory");
 	if (rc == 0)
 		return 0;
 	return isle__jv_parse_jc(buf, name, d, err, errlen);

@@ -88,8 +88,8 @@ jerr(struct jl *j, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return isle__err(rc, j->err, j->errlen, "%s: %s: %s", j->file, j->path,
-			 msg);
+	return isle__errf(rc, j->err, j->errlen, "%s: %s: %s", j->file, j->path,
+			  msg);
 }
 
 /* Same, for the member key of the current object. */
@@ -980,7 +980,7 @@ static int merge_root(struct jl *j, struct jv *root, int full)
 	j->seen_switches = isle__index_create();
 	j->seen_racks = isle__index_create();
 	if (!j->seen_nodes || !j->seen_switches || !j->seen_racks) {
-		rc = isle__err(-ENOMEM, j->err, j->errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, j->err, j->errlen, "out of memory");
 		goto out;
 	}
 	strcpy(j->path, "$");
@@ -1034,13 +1034,13 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 
 	*out = NULL;
 	if (!buf)
-		return isle__err(-EINVAL, err, errlen, "%s: no data", j.file);
+		return isle__errf(-EINVAL, err, errlen, "%s: no data", j.file);
 	rc = isle__jv_parse(buf, j.file, &doc, err, errlen);
 	if (rc)
 		return rc;
 	j.t = isle_topo_create();
 	if (!j.t) {
-		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	rc = merge_root(&j, jv_or_null(&doc.root), 1);
@@ -1050,7 +1050,7 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 	if (!rc) {
 		rc = isle_topo_finalize(j.t, ferr, sizeof(ferr));
 		if (rc)
-			isle__err(rc, err, errlen, "%s: %s", j.file, ferr);
+			isle__errf(rc, err, errlen, "%s: %s", j.file, ferr);
 	}
 	if (!rc) {
 		*out = j.t;
@@ -1085,7 +1085,7 @@ int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
 	int rc;
 
 	if (!t)
-		return isle__err(-EINVAL, err, errlen, "no model");
+		return isle__errf(-EINVAL, err, errlen, "no model");
 	rc = isle__read_file(path, &buf, err, errlen);
 	if (rc)
 		return rc;

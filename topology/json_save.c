@@ -441,14 +441,15 @@ static int check_names(const isle_topo *t, const char *path, char *err,
 {
 	for (int i = 0; i < t->nnodes; i++)
 		if (isle__bad_name_char(t->nodes[i].name))
-			return isle__err(-EINVAL, err, errlen,
-					 "%s: node name '%s' has character "
-					 "'%c' that cluster files do not allow",
-					 path, t->nodes[i].name,
-					 isle__bad_name_char(t->nodes[i].name));
+			return isle__errf(
+			    -EINVAL, err, errlen,
+			    "%s: node name '%s' has character "
+			    "'%c' that cluster files do not allow",
+			    path, t->nodes[i].name,
+			    isle__bad_name_char(t->nodes[i].name));
 	for (int i = 0; i < t->nswitches; i++)
 		if (isle__bad_name_char(t->switches[i].name))
-			return isle__err(
+			return isle__errf(
 			    -EINVAL, err, errlen,
 			    "%s: switch name '%s' has character "
 			    "'%c' that cluster files do not allow",
@@ -468,8 +469,8 @@ int isle_topo_save(const isle_topo *t, const char *path, char *err,
 		return rc;
 	json = isle_topo_to_json(t);
 	if (!json)
-		return isle__err(-ENOMEM, err, errlen, "%s: out of memory",
-				 path);
+		return isle__errf(-ENOMEM, err, errlen, "%s: out of memory",
+				  path);
 	/* Cluster files are configuration: readable like any other. */
 	rc = isle_write_file(path, json, strlen(json), 0644, err, errlen);
 	free(json);

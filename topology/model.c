@@ -59,18 +59,6 @@ void isle__warn(const char *fmt, ...)
 	warn_fn(warn_arg, msg);
 }
 
-int isle__err(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return rc;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 int isle__bad_name_char(const char *name)
 {
 	int c = isle_name_check(name);

@@ -33,8 +33,8 @@ static int jerr(struct ctx *c, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return isle__err(-EINVAL, c->err, c->errlen, "%s: %s: %s", c->name,
-			 path, msg);
+	return isle__errf(-EINVAL, c->err, c->errlen, "%s: %s: %s", c->name,
+			  path, msg);
 }
 
 /* An identifier (host, NIC, bus id) through proto's one name check. */
@@ -199,9 +199,9 @@ static int merge_nics(struct ctx *c, isle_topo *t, int node, json_object *nics,
 						  name_rank(nics, name), gbps,
 						  numa);
 			if (found < 0)
-				return isle__err(found, c->err, c->errlen,
-						 "%s: %s: %s", c->name, path,
-						 strerror(-found));
+				return isle__errf(found, c->err, c->errlen,
+						  "%s: %s: %s", c->name, path,
+						  strerror(-found));
 		} else {
 			struct isle_nic *x = &t->nodes[node].nics[found];
 
@@ -210,9 +210,9 @@ static int merge_nics(struct ctx *c, isle_topo *t, int node, json_object *nics,
 				char *dup = strdup(name);
 
 				if (!dup)
-					return isle__err(-ENOMEM, c->err,
-							 c->errlen,
-							 "out of memory");
+					return isle__errf(-ENOMEM, c->err,
+							  c->errlen,
+							  "out of memory");
 				free(x->name);
 				x->name = dup;
 			}
@@ -258,8 +258,8 @@ static int merge_gpus(struct ctx *c, isle_topo *t, int node, json_object *gpus,
 			return rc;
 		rc = isle_topo_set_gpu(t, node, (int)i, bus, model, numa);
 		if (rc < 0)
-			return isle__err(rc, c->err, c->errlen, "%s: %s: %s",
-					 c->name, path, strerror(-rc));
+			return isle__errf(rc, c->err, c->errlen, "%s: %s: %s",
+					  c->name, path, strerror(-rc));
 		if (!nic)
 			continue;
 		for (k = 0; k < json_object_array_length(nics); k++) {
@@ -275,8 +275,8 @@ static int merge_gpus(struct ctx *c, isle_topo *t, int node, json_object *gpus,
 			return jerr(c, path, "\"nic\": unknown NIC '%s'", nic);
 		rc = isle_topo_set_gpu_nic(t, node, (int)i, nicmap[k]);
 		if (rc < 0)
-			return isle__err(rc, c->err, c->errlen, "%s: %s: %s",
-					 c->name, path, strerror(-rc));
+			return isle__errf(rc, c->err, c->errlen, "%s: %s: %s",
+					  c->name, path, strerror(-rc));
 	}
 	return 0;
 }
@@ -320,9 +320,9 @@ static int merge_nvlinks(struct ctx *c, isle_topo *t, int node,
 				continue;
 			rc = isle_topo_set_nvlink(t, node, i, j, links);
 			if (rc < 0)
-				return isle__err(rc, c->err, c->errlen,
-						 "%s: %s: %s", c->name, path,
-						 strerror(-rc));
+				return isle__errf(rc, c->err, c->errlen,
+						  "%s: %s: %s", c->name, path,
+						  strerror(-rc));
 		}
 	}
 	return 0;
@@ -357,7 +357,7 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 		return rc;
 	empty = json_object_new_array();
 	if (!empty)
-		return isle__err(-ENOMEM, c->err, c->errlen, "out of memory");
+		return isle__errf(-ENOMEM, c->err, c->errlen, "out of memory");
 	if (!gpus)
 		gpus = empty;
 	if (!nics)
@@ -384,13 +384,13 @@ static int merge_root(struct ctx *c, isle_topo *t, json_object *root)
 			node = rc;
 	}
 	if (node < 0) {
-		rc = isle__err(node, c->err, c->errlen, "%s: node %s: %s",
-			       c->name, host, strerror(-node));
+		rc = isle__errf(node, c->err, c->errlen, "%s: node %s: %s",
+				c->name, host, strerror(-node));
 		goto out;
 	}
 	nicmap = calloc(json_object_array_length(nics) + 1, sizeof(*nicmap));
 	if (!nicmap) {
-		rc = isle__err(-ENOMEM, c->err, c->errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, c->err, c->errlen, "out of memory");
 		goto out;
 	}
 	rc = merge_nics(c, t, node, nics, nicmap);
@@ -416,13 +416,13 @@ int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
 	int rc;
 
 	if (!t || !buf)
-		return isle__err(-EINVAL, err, errlen, "%s: no input", c.name);
+		return isle__errf(-EINVAL, err, errlen, "%s: no input", c.name);
 	tok = json_tokener_new();
 	if (!tok)
-		return isle__err(-ENOMEM, err, errlen, "out of memory");
+		return isle__errf(-ENOMEM, err, errlen, "out of memory");
 	root = json_tokener_parse_ex(tok, buf, (int)strlen(buf));
 	if (!root || json_tokener_get_error(tok) != json_tokener_success) {
-		rc = isle__err(
+		rc = isle__errf(
 		    -EINVAL, err, errlen, "%s: not JSON: %s (near byte %zu)",
 		    c.name,
 		    json_tokener_error_desc(json_tokener_get_error(tok)),
@@ -474,7 +474,7 @@ static int fabric_key(const char *buf, const char *name, char *key, size_t len,
 
 	key[0] = '\0';
 	if (!root)
-		return isle__err(-EINVAL, err, errlen, "%s: not JSON", name);
+		return isle__errf(-EINVAL, err, errlen, "%s: not JSON", name);
 	if (json_object_object_get_ex(root, "fabric", &f) && f &&
 	    json_object_is_type(f, json_type_object) &&
 	    json_object_object_get_ex(f, "cluster_uuid", &u) &&
@@ -486,10 +486,10 @@ static int fabric_key(const char *buf, const char *name, char *key, size_t len,
 			 json_object_get_int(q));
 		if (isle_name_check(key)) {
 			json_object_put(root);
-			return isle__err(-EINVAL, err, errlen,
-					 "%s: $.fabric.cluster_uuid: '%s' is "
-					 "not a UUID",
-					 name, json_object_get_string(u));
+			return isle__errf(-EINVAL, err, errlen,
+					  "%s: $.fabric.cluster_uuid: '%s' is "
+					  "not a UUID",
+					  name, json_object_get_string(u));
 		}
 	}
 	json_object_put(root);
@@ -505,7 +505,7 @@ int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
 	m = calloc((size_t)npaths + 1, sizeof(*m));
 	nodes = calloc((size_t)npaths + 1, sizeof(*nodes));
 	if (!m || !nodes) {
-		rc = isle__err(-ENOMEM, err, errlen, "out of memory");
+		rc = isle__errf(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < npaths; i++) {
@@ -542,8 +542,8 @@ int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
 			continue;
 		rc = isle_topo_add_domain(t, m[i].key, nodes, k, 0.0);
 		if (rc < 0) {
-			rc = isle__err(rc, err, errlen, "NVLink domain %s: %s",
-				       m[i].key, strerror(-rc));
+			rc = isle__errf(rc, err, errlen, "NVLink domain %s: %s",
+					m[i].key, strerror(-rc));
 			goto out;
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "isle_proto.h"
 #include "isle_topo.h"
 
 /*
@@ -26,10 +27,6 @@ int isle__index_get(const struct isle__index *ix, const char *key);
 
 /* Sends a printf-style warning to the callback set by isle_topo_set_warn. */
 void isle__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* snprintf into err if err is non-NULL; returns rc unchanged. */
-int isle__err(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* First byte of name that proto's name check (isle_name_check) refuses
  * ('?' for an empty or too long name), or 0 when the name is fine. */
