@@ -4,7 +4,7 @@
  * The cluster file describes the hardware; Slurm's node table says which of
  * it is configured now. Dynamic nodes (`scontrol create node`, `scontrol
  * delete node`) change the table without a reconfigure, and a reused node
- * index can name another node. The maps of isle_records.c are patched here
+ * index can name another node. The maps of isle_model.c are patched here
  * by name, so a node the file describes takes part in placement as soon as
  * it exists and a deleted one stops doing so.
  */

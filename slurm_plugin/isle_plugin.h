@@ -8,13 +8,19 @@
  *   isle_nodes.c     dynamic nodes, node topology strings, task ranks
  *   isle_jobinfo.c   the decision as per-job topology info (26.05)
  *   isle_version.c   built-for vs running Slurm
- *   isle_records.c   cluster file, Slurm <-> model node maps, topoinfo
+ *   isle_model.c     the cluster model in slurmctld: cluster file,
+ *                    Slurm <-> model node maps, topoinfo entries
  *   isle_eval.c      eval_nodes: placement engine inside cons_tres's maps
  *   isle_decision.c  the "isle:" AdminComment line and decision records
  *   isle_store.c     decision records in memory + their writer thread
+ *                    (API in isle_store.h, free of Slurm calls)
  *   isle_policy.c    cluster file path, plugstack.conf policy, job options
  *                    and their GPU checks (shared with job_submit/isle)
- *                    (API in isle_store.h, free of Slurm calls)
+ *
+ * Words: the "model" is the cluster file loaded (isle_topo) and its maps
+ * onto Slurm's nodes; "records" are decision records only (one per placed
+ * job, StateSaveLocation/isle/); what `scontrol show topology` prints are
+ * topoinfo "entries".
  *
  * All state lives in one plugin context (isle__ctx). slurmctld calls the
  * entry points with its own locks held (config write lock for build_config,
@@ -78,7 +84,7 @@ extern struct isle__ctx isle__ctx;
 
 /* Cluster file path from TopologyParam=IsleFile=PATH, else proto's
  * default beside slurm.conf (isle_cluster_file_path). Caller xfree()s. */
-char *isle__records_path(void);
+char *isle__cluster_path(void);
 
 /* Reads the isle SPANK plugin's arguments from plugstack.conf
  * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
@@ -113,25 +119,19 @@ int isle__job_env_opts(const struct isle__spank_policy *pol, char **env,
 int isle__job_gpu_check(const struct isle__job_opts *o, long gpus,
 			int max_island, char *err, size_t errlen);
 
-/* --- isle_records.c ---------------------------------------------------- */
+/* --- isle_model.c ------------------------------------------------------ */
 
 /* (Re)loads the cluster file and rebuilds the node maps. On failure logs
  * an error naming file and field, keeps no model (default selection) and
  * returns SLURM_ERROR; slurmctld keeps running either way. */
-int isle__records_load(void);
+int isle__model_load(void);
 
 /* Drops the model and every map. */
-void isle__records_free(void);
+void isle__model_free(void);
 
 /* The topology library's warning callback (isle_topo_set_warn): each
  * warning goes to the log as "isle: MSG". */
-void isle__records_warn(void *arg, const char *msg);
-
-/* (Re)reads the isle SPANK plugin's arguments from plugstack.conf
- * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
- * followed) into isle__ctx.policy. Without the plugin line, or on a bad
- * argument (logged with file and line), the built-in defaults apply. */
-void isle__policy_load(void);
+void isle__model_warn(void *arg, const char *msg);
 
 /* Free GPUs of a Slurm node as a mask (out of service: 0). slurmctld
  * only. */
@@ -143,15 +143,15 @@ uint64_t isle__node_free_gpus(int slurm_inx, int *total);
 bool isle__node_out_of_service(const node_record_t *node_ptr);
 
 /* topoinfo for scontrol show topology (see topology_isle.c for packing). */
-enum isle__rec_kind {
-	ISLE_REC_SUMMARY = 0,
-	ISLE_REC_RACK,
-	ISLE_REC_ISLAND,
-	ISLE_REC_SWITCH,
-	ISLE_REC_EVAL, /* children: isle__eval_stats_str() */
+enum isle__entry_kind {
+	ISLE_ENTRY_SUMMARY = 0,
+	ISLE_ENTRY_RACK,
+	ISLE_ENTRY_ISLAND,
+	ISLE_ENTRY_SWITCH,
+	ISLE_ENTRY_EVAL, /* children: isle__eval_stats_str() */
 };
 
-struct isle__topo_rec {
+struct isle__topo_entry {
 	uint16_t kind;
 	uint16_t level; /* switch level (isle_sw_level) */
 	char *name;
@@ -163,10 +163,10 @@ struct isle__topo_rec {
 
 struct isle__topoinfo {
 	uint32_t count;
-	struct isle__topo_rec *recs;
+	struct isle__topo_entry *recs;
 };
 
-/* Builds a snapshot of the records with current free GPU counts. */
+/* Builds a snapshot of the entries with current free GPU counts. */
 struct isle__topoinfo *isle__topoinfo_build(void);
 /* Eval call count and latency, "Calls=N MeanUs=.. P50Us=.. P99Us=..
  * MaxUs=.." (topology_isle.c); the caller xfrees it. */

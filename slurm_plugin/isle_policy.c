@@ -20,7 +20,7 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-char *isle__records_path(void)
+char *isle__cluster_path(void)
 {
 	const char *key = "IsleFile=";
 	char *param = slurm_conf.topology_param, *p, *end, *conf_dir;

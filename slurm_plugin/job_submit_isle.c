@@ -36,7 +36,7 @@ static int max_island; /* GPUs of the largest island; 0: no cluster file */
 
 ISLE_EXPORT int init(void)
 {
-	char err[512] = "", *path = isle__records_path();
+	char err[512] = "", *path = isle__cluster_path();
 	isle_topo *t = NULL;
 
 	isle__policy_read(&policy);

@@ -4,7 +4,7 @@
  *
  * isle_compat.c exports the entry points with the signatures of the release
  * at hand and calls these. Node selection is in isle_eval.c; the cluster
- * file and node maps in isle_records.c; run-time node changes in
+ * file and node maps in isle_model.c; run-time node changes in
  * isle_nodes.c.
  */
 #include <inttypes.h>
@@ -131,7 +131,7 @@ int isle__topo_init(void)
 	}
 	/* Loader warnings (skipped dump lines, duplicate names, ...) go to
 	 * the controller's log rather than nowhere. */
-	isle_topo_set_warn(isle__records_warn, NULL);
+	isle_topo_set_warn(isle__model_warn, NULL);
 	verbose("%s loaded", plugin_name);
 	return SLURM_SUCCESS;
 }
@@ -146,7 +146,7 @@ int isle__topo_fini(void)
 	}
 	isle_topo_set_warn(NULL, NULL);
 	slurm_mutex_lock(&isle__ctx.lock);
-	isle__records_free();
+	isle__model_free();
 	xfree(isle__ctx.path);
 	xfree(isle__ctx.load_error);
 	slurm_mutex_unlock(&isle__ctx.lock);
@@ -166,8 +166,8 @@ int isle__topo_build_config(const char *name)
 		isle__topo_name = xstrdup(name);
 	}
 	isle__decision_init();
-	isle__policy_load();
-	(void)isle__records_load();
+	isle__policy_read(&isle__ctx.policy);
+	(void)isle__model_load();
 	isle__nodes_sync(true);
 	return SLURM_SUCCESS;
 }
@@ -175,7 +175,7 @@ int isle__topo_build_config(const char *name)
 int isle__topo_destroy_config(void)
 {
 	slurm_mutex_lock(&isle__ctx.lock);
-	isle__records_free();
+	isle__model_free();
 	slurm_mutex_unlock(&isle__ctx.lock);
 	return SLURM_SUCCESS;
 }
@@ -245,7 +245,7 @@ bitstr_t *isle__topo_get_bitmap(const char *name)
  */
 bool isle__topo_node_ranking(void)
 {
-	char err[512] = "", *path = isle__records_path();
+	char err[512] = "", *path = isle__cluster_path();
 	isle_topo *t = NULL;
 	node_record_t *node_ptr;
 	int *nodes, *order, *rank;
@@ -332,7 +332,7 @@ int isle__topoinfo_pack(void *topoinfo_ptr, buf_t *buffer,
 
 	pack32(ti->count, buffer);
 	for (uint32_t i = 0; i < ti->count; i++) {
-		struct isle__topo_rec *r = &ti->recs[i];
+		struct isle__topo_entry *r = &ti->recs[i];
 
 		pack16(r->kind, buffer);
 		pack16(r->level, buffer);
@@ -354,7 +354,7 @@ int isle__topoinfo_unpack(void **topoinfo_pptr, buf_t *buffer,
 	safe_unpack32(&ti->count, buffer);
 	safe_xcalloc(ti->recs, ti->count, sizeof(*ti->recs));
 	for (uint32_t i = 0; i < ti->count; i++) {
-		struct isle__topo_rec *r = &ti->recs[i];
+		struct isle__topo_entry *r = &ti->recs[i];
 
 		safe_unpack16(&r->kind, buffer);
 		safe_unpack16(&r->level, buffer);
@@ -372,13 +372,13 @@ unpack_error:
 	return SLURM_ERROR;
 }
 
-static void _print_rec(const struct isle__topo_rec *r, char **out)
+static void _print_rec(const struct isle__topo_entry *r, char **out)
 {
 	static const char *const sw_level[] = {"leaf", "spine", "core",
 					       "unknown"};
 
 	switch (r->kind) {
-	case ISLE_REC_SUMMARY:
+	case ISLE_ENTRY_SUMMARY:
 		if (r->children) {
 			xstrfmtcat(*out,
 				   "Topology=isle File=%s Status=fallback "
@@ -391,20 +391,20 @@ static void _print_rec(const struct isle__topo_rec *r, char **out)
 			   "FreeGPUs=%u\n",
 			   r->name, r->nodes, r->gpus, r->free_gpus);
 		return;
-	case ISLE_REC_RACK:
+	case ISLE_ENTRY_RACK:
 		xstrfmtcat(*out, "RackName=%s", r->name);
 		break;
-	case ISLE_REC_ISLAND:
+	case ISLE_ENTRY_ISLAND:
 		xstrfmtcat(*out, "IslandName=%s Type=%s", r->name,
 			   r->level ? "nvlink-domain" : "nvlink-node");
 		break;
-	case ISLE_REC_SWITCH:
+	case ISLE_ENTRY_SWITCH:
 		xstrfmtcat(*out, "SwitchName=%s Level=%s", r->name,
 			   sw_level[MIN(r->level, 3)]);
 		if (r->children)
 			xstrfmtcat(*out, " Switches=%s", r->children);
 		break;
-	case ISLE_REC_EVAL:
+	case ISLE_ENTRY_EVAL:
 		xstrfmtcat(*out, "IsleEval %s\n", r->children);
 		return;
 	default:
@@ -414,14 +414,14 @@ static void _print_rec(const struct isle__topo_rec *r, char **out)
 		   r->nodes ? r->nodes : "", r->gpus, r->free_gpus);
 }
 
-static bool _rec_matches(const struct isle__topo_rec *r, const char *filter)
+static bool _rec_matches(const struct isle__topo_entry *r, const char *filter)
 {
 	hostset_t *hs;
 	bool match;
 
 	if (!xstrcmp(r->name, filter))
 		return true;
-	if (r->kind == ISLE_REC_SUMMARY || !r->nodes || !r->nodes[0])
+	if (r->kind == ISLE_ENTRY_SUMMARY || !r->nodes || !r->nodes[0])
 		return false;
 	if (!(hs = hostset_create(r->nodes)))
 		return false;

@@ -1,5 +1,5 @@
 /*
- * isle_records.c - the cluster file and its mapping onto Slurm's nodes.
+ * isle_model.c - the cluster file and its mapping onto Slurm's nodes.
  *
  * The model indexes nodes by its own order; Slurm by node_record_table_ptr,
  * which can be reordered on every reconfigure. The maps are rebuilt at each
@@ -35,7 +35,7 @@ static void _group_free(struct isle__group *g, int n)
 	xfree(g);
 }
 
-void isle__records_free(void)
+void isle__model_free(void)
 {
 	struct isle__ctx *c = &isle__ctx;
 	int nisl = c->topo ? c->topo->nislands : 0;
@@ -179,7 +179,7 @@ static void _build_maps(void)
 	xfree(stack);
 }
 
-void isle__records_warn(void *arg, const char *msg)
+void isle__model_warn(void *arg, const char *msg)
 {
 	warning("isle: %s", msg);
 }
@@ -200,18 +200,18 @@ static void _lint_warn(void *arg, const char *msg)
 		warning("isle: %s: %s", l->path, msg);
 }
 
-int isle__records_load(void)
+int isle__model_load(void)
 {
 	struct isle__ctx *c = &isle__ctx;
 	struct isle_place_opts opts;
 	char err[512] = "";
 	isle_topo *t = NULL;
-	char *path = isle__records_path();
+	char *path = isle__cluster_path();
 	struct lint_log lint = {0};
 	int rc;
 
 	slurm_mutex_lock(&c->lock);
-	isle__records_free();
+	isle__model_free();
 	xfree(c->path);
 	xfree(c->load_error);
 	c->path = path;
@@ -240,7 +240,7 @@ int isle__records_load(void)
 		c->load_error = xstrdup("placement engine refused the model");
 		error("isle: %s: %s; falling back to default node selection",
 		      path, c->load_error);
-		isle__records_free();
+		isle__model_free();
 		slurm_mutex_unlock(&c->lock);
 		return SLURM_ERROR;
 	}
@@ -257,11 +257,6 @@ int isle__records_load(void)
 			path, lint.n - LINT_LOG_MAX, path);
 	slurm_mutex_unlock(&c->lock);
 	return SLURM_SUCCESS;
-}
-
-void isle__policy_load(void)
-{
-	isle__policy_read(&isle__ctx.policy);
 }
 
 /*
@@ -345,7 +340,7 @@ uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 
 /* --- topoinfo snapshot -------------------------------------------------- */
 
-static void _rec_counts(struct isle__topo_rec *r, bitstr_t *nodes,
+static void _rec_counts(struct isle__topo_entry *r, bitstr_t *nodes,
 			const uint64_t *free_mask, const int *totals)
 {
 	for (int i = 0; (i = bit_ffs_from_bit(nodes, i)) >= 0; i++) {
@@ -356,7 +351,7 @@ static void _rec_counts(struct isle__topo_rec *r, bitstr_t *nodes,
 }
 
 /* Island GPU counts follow the island's members, not whole nodes. */
-static void _island_counts(struct isle__topo_rec *r, const isle_topo *t,
+static void _island_counts(struct isle__topo_entry *r, const isle_topo *t,
 			   const struct isle_island *isl,
 			   const uint64_t *free_mask)
 {
@@ -377,7 +372,7 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 	const isle_topo *t;
 	uint64_t *free_mask = NULL;
 	int *totals = NULL;
-	struct isle__topo_rec *r;
+	struct isle__topo_entry *r;
 	int n = 0;
 
 	slurm_mutex_lock(&c->lock);
@@ -386,7 +381,7 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 	ti->recs = xcalloc(ti->count, sizeof(*ti->recs));
 
 	r = &ti->recs[n++];
-	r->kind = ISLE_REC_SUMMARY;
+	r->kind = ISLE_ENTRY_SUMMARY;
 	r->name = xstrdup(t && t->name ? t->name : "isle");
 	r->nodes = xstrdup(c->path);
 	if (!t) {
@@ -407,13 +402,13 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 
 	for (int i = 0; i < t->nracks; i++) {
 		r = &ti->recs[n++];
-		r->kind = ISLE_REC_RACK;
+		r->kind = ISLE_ENTRY_RACK;
 		r->name = xstrdup(c->racks[i].name);
 		_rec_counts(r, c->racks[i].nodes, free_mask, totals);
 	}
 	for (int i = 0; i < t->nislands; i++) {
 		r = &ti->recs[n++];
-		r->kind = ISLE_REC_ISLAND;
+		r->kind = ISLE_ENTRY_ISLAND;
 		r->level = t->islands[i].multi_node;
 		r->name = xstrdup(c->islands[i].name);
 		r->nodes = bitmap2node_name(c->islands[i].nodes);
@@ -424,7 +419,7 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 		hostlist_t *hl = NULL;
 
 		r = &ti->recs[n++];
-		r->kind = ISLE_REC_SWITCH;
+		r->kind = ISLE_ENTRY_SWITCH;
 		r->level = sw->level;
 		r->name = xstrdup(sw->name);
 		_rec_counts(r, c->switches[i].nodes, free_mask, totals);
@@ -440,7 +435,7 @@ struct isle__topoinfo *isle__topoinfo_build(void)
 	}
 out:
 	r = &ti->recs[n++];
-	r->kind = ISLE_REC_EVAL;
+	r->kind = ISLE_ENTRY_EVAL;
 	r->name = xstrdup("eval");
 	r->children = isle__eval_stats_str();
 	ti->count = n;
