@@ -23,11 +23,4 @@ int isle__agent_find_gpu(const isle_agent_node *n, const char *bus_id);
 /* NIC index by name, or -1. */
 int isle__agent_find_nic(const isle_agent_node *n, const char *name);
 
-/* Normalizes a PCI bus id to "dddd:bb:dd.f" lower case; 0 or -EINVAL. */
-int isle__agent_norm_bus_id(const char *in, char *out, size_t len);
-
-/* Rate in Gb/s of an InfiniBand port from the active_width and
- * active_speed codes of ibv_port_attr; 0 if unknown. */
-double isle__agent_ib_gbps(int width_code, int speed_code);
-
 #endif /* ISLE_AGENT_PRIV_H */

@@ -65,7 +65,7 @@ void isle_agent_warn(isle_agent_node *n, const char *fmt, ...)
 	n->warnings[n->nwarnings++] = msg;
 }
 
-int isle__agent_norm_bus_id(const char *in, char *out, size_t len)
+static int norm_bus_id(const char *in, char *out, size_t len)
 {
 	unsigned dom = 0, bus, dev, fn;
 	char tail;
@@ -103,7 +103,7 @@ int isle__agent_add_gpu(isle_agent_node *n, const char *bus_id)
 	free(n->nvlinks);
 	n->nvlinks = m;
 	memset(&g[k], 0, sizeof(g[k]));
-	if (isle__agent_norm_bus_id(bus_id, g[k].bus_id, sizeof(g[k].bus_id)))
+	if (norm_bus_id(bus_id, g[k].bus_id, sizeof(g[k].bus_id)))
 		snprintf(g[k].bus_id, sizeof(g[k].bus_id), "%s",
 			 bus_id ? bus_id : "");
 	g[k].numa = -1;
@@ -138,7 +138,7 @@ int isle__agent_find_gpu(const isle_agent_node *n, const char *bus_id)
 	char want[32];
 	int i;
 
-	if (isle__agent_norm_bus_id(bus_id, want, sizeof(want)))
+	if (norm_bus_id(bus_id, want, sizeof(want)))
 		return -1;
 	for (i = 0; i < n->ngpus; i++)
 		if (strcmp(n->gpus[i].bus_id, want) == 0)

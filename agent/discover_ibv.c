@@ -12,7 +12,7 @@
 #include "agent_priv.h"
 
 /* IBTA width and speed codes of ibv_port_attr. */
-double isle__agent_ib_gbps(int width_code, int speed_code)
+static double ib_gbps(int width_code, int speed_code)
 {
 	int lanes;
 	double lane;
@@ -88,7 +88,7 @@ static void read_port(struct ibv_context *ctx, struct isle_agent_nic *c,
 	c->state = pa.state;
 	c->link_layer_ib = pa.link_layer != IBV_LINK_LAYER_ETHERNET;
 	c->lid = c->link_layer_ib ? pa.lid : -1;
-	c->gbps = isle__agent_ib_gbps(pa.active_width, pa.active_speed);
+	c->gbps = ib_gbps(pa.active_width, pa.active_speed);
 	if (c->link_layer_ib && ibv_query_gid(ctx, (uint8_t)port, 0, &gid) == 0)
 		c->port_guid = be64toh(gid.global.interface_id);
 }

@@ -31,8 +31,13 @@
 #include "src/interfaces/gres.h"
 #include "src/plugins/topology/common/eval_nodes.h"
 
-int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
-		       char *err, size_t errlen)
+/*
+ * The job's options (isle__job_env_opts with isle__ctx.policy): the
+ * environment reaches slurmctld from libslurm, scontrol or slurmrestd
+ * without passing spank_isle.so.
+ */
+static int _job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
+			 char *err, size_t errlen)
 {
 	return isle__job_env_opts(&isle__ctx.policy, job_ptr->spank_job_env,
 				  job_ptr->spank_job_env_size, o, err, errlen);
@@ -375,7 +380,7 @@ int isle__eval_fallback(topology_eval_t *te)
 	char err[256], *reason = NULL;
 	int ret = ESLURM_NOT_SUPPORTED;
 
-	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err)))
+	if (_job_opts_get(job_ptr, &o, err, sizeof(err)))
 		o.set = 0; /* refused options: preferred, like any job */
 	if (!_place_request(te, &o, &req))
 		return ESLURM_NOT_SUPPORTED;
@@ -421,7 +426,7 @@ int isle__eval_nodes(topology_eval_t *te)
 	if (req_map && (uint32_t)bit_set_count(req_map) < te->min_nodes)
 		return ESLURM_NOT_SUPPORTED;
 
-	if (isle__job_opts_get(job_ptr, &o, err, sizeof(err))) {
+	if (_job_opts_get(job_ptr, &o, err, sizeof(err))) {
 		isle__decision_none(job_ptr, NULL, ISLE_OUT_DEFAULT, err, NULL,
 				    0);
 		return ESLURM_NOT_SUPPORTED;

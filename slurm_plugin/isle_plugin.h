@@ -183,14 +183,6 @@ int isle__eval_nodes(topology_eval_t *topo_eval);
  * either way the AdminComment names the fallback. */
 int isle__eval_fallback(topology_eval_t *topo_eval);
 
-/*
- * The job's options (isle__job_env_opts with isle__ctx.policy): the
- * environment reaches slurmctld from libslurm, scontrol or slurmrestd
- * without passing spank_isle.so.
- */
-int isle__job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
-		       char *err, size_t errlen);
-
 /* --- isle_decision.c --------------------------------------------------- */
 
 /* Records a placement decision: merges the "isle:" line into the job's

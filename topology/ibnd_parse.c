@@ -51,7 +51,7 @@ static const struct {
     {"HDR", 50.0},   {"NDR", 100.0}, {"XDR", 200.0},
 };
 
-double isle__ibnd_lane_gbps(const char *speed)
+static double lane_gbps(const char *speed)
 {
 	size_t i;
 
@@ -193,7 +193,7 @@ static int parse_rate(const char *tok, struct isle_ibnd_port *pt)
 	pt->width = width;
 	memcpy(pt->speed, q, n);
 	pt->speed[n] = '\0';
-	pt->gbps = width * isle__ibnd_lane_gbps(pt->speed);
+	pt->gbps = width * lane_gbps(pt->speed);
 	return 0;
 }
 
@@ -590,8 +590,8 @@ static int cmp_port(const void *a, const void *b)
 	return (x->port > y->port) - (x->port < y->port);
 }
 
-int isle__ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
-		    size_t errlen)
+static int ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
+		     size_t errlen)
 {
 	struct parser p = {
 	    .path = path, .cur = -1, .err = err, .errlen = errlen};
@@ -717,7 +717,7 @@ int isle_ibnd_parse(const char *dump_path, const struct isle_ibnd_opts *opts,
 		if (rc < 0)
 			goto out;
 	}
-	rc = isle__ibnd_read(dump_path, &f, err, errlen);
+	rc = ibnd_read(dump_path, &f, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = isle__ibnd_classify(f, &map, &spines, opts->flags);

@@ -6,13 +6,6 @@
 
 #include "topo_priv.h"
 
-/* Reads the dump into a fabric of nodes and checked links, unclassified.
- * On failure *out is NULL and err reads "path:line: reason". */
-int isle__ibnd_read(const char *path, isle_ibnd_fabric **out, char *err,
-		    size_t errlen);
-
-/* Per-lane rate of an IB speed name ("NDR" -> 100 Gb/s), 0 if unknown. */
-double isle__ibnd_lane_gbps(const char *speed);
 /*
  * A name list read from a file: "key [value...]" lines, '#' comments. Keys
  * are dump ids ("H-0002c903...") or GUIDs ("0x0002c903..."), normalized so
