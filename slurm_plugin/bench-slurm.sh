@@ -21,7 +21,7 @@
 # plugins ignore it), e.g. to compare Slurm's plugins on a release isle's
 # plugins are not built for yet.
 #
-# Writes {"slurm":"VERSION","results":[{"plugin":"tree|block|isle|ring","jobs":N,
+# Writes {"slurm":"VERSION","commit":"GIT DESCRIBE","results":[{"plugin":"tree|block|isle|ring","jobs":N,
 #          "tp_groups":M,"tp_groups_split":K,"leafs_spanned_mean":X}]}
 set -euo pipefail
 
@@ -107,7 +107,8 @@ for plugin in $plugins; do
 done
 mkdir -p "$(dirname "$out")"
 {
-	printf '{"slurm":"%s","results":[' "$slurm_ver"
+	printf '{"slurm":"%s","commit":"%s","results":[' "$slurm_ver" \
+		"$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
 	(IFS=,; printf '%s' "${results[*]}")
 	printf ']}\n'
 } >"$out"
