@@ -68,6 +68,8 @@ PACKAGES=(
 	clang libclang-rt-14-dev
 	# tests/integration/62-valgrind-tools.sh: leak checks of the CLI tools
 	valgrind
+	# isle-exporter's HTTP server; Prometheus and promtool for its tests
+	libmicrohttpd-dev prometheus
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
