@@ -69,7 +69,7 @@ PACKAGES=(
 	# tests/integration/62-valgrind-tools.sh: leak checks of the CLI tools
 	valgrind
 	# isle-exporter's HTTP server; Prometheus and promtool for its tests
-	libmicrohttpd-dev prometheus
+	libmicrohttpd-dev prometheus curl
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev
