@@ -127,10 +127,10 @@ enum isle_exp_source_id {
 const char *isle_exp_source_name(int src);
 
 struct isle_exp_source {
-	int up;			/* the last read succeeded */
-	double last_success;	/* Unix time, 0 = never */
-	double seconds;		/* the last read took */
-	uint64_t errors;	/* failed reads */
+	int up;		     /* the last read succeeded */
+	double last_success; /* Unix time, 0 = never */
+	double seconds;	     /* the last read took */
+	uint64_t errors;     /* failed reads */
 };
 
 /* What one rendering shows; NULL / negative members are left out. */
@@ -164,8 +164,8 @@ enum isle_exp_format {
 #define ISLE_EXP_CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
 
 /* The exposition of s (malloc'ed, *len its length), or NULL (no memory). */
-char *isle_exp_render(const struct isle_exp_snapshot *s,
-		      enum isle_exp_format f, size_t *len);
+char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
+		      size_t *len);
 
 /* The format an Accept header asks for: OpenMetrics when it names
  * application/openmetrics-text (Prometheus does), else text 0.0.4. */

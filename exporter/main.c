@@ -151,7 +151,8 @@ static int run_cmd(char *const argv[], double timeout_s,
 					kill(pid, SIGKILL);
 					waitpid(pid, NULL, 0);
 					snprintf(err, errlen,
-						 "%s: output too large", argv[0]);
+						 "%s: output too large",
+						 argv[0]);
 					rc = -EIO;
 					goto out;
 				}
@@ -263,8 +264,7 @@ static int slurm_text(struct app *a, const char *from, char *const args[],
 
 /* --- refresh ------------------------------------------------------------- */
 
-static void src_done(struct app *a, int src, int rc, const char *err,
-		     double t0)
+static void src_done(struct app *a, int src, int rc, const char *err, double t0)
 {
 	struct isle_exp_source *s = &a->src[src];
 	int was_up = s->up;
@@ -321,12 +321,13 @@ static void refresh_nodes(struct app *a)
 	size_t len;
 	int rc;
 
-	rc = slurm_text(a, a->o.nodes_from, args, &text, &len, err,
-			sizeof(err));
+	rc =
+	    slurm_text(a, a->o.nodes_from, args, &text, &len, err, sizeof(err));
 	if (!rc)
 		rc = isle_exp_nodes_parse(text, len,
-					  a->o.nodes_from ? a->o.nodes_from
-							  : "scontrol show node --json",
+					  a->o.nodes_from
+					      ? a->o.nodes_from
+					      : "scontrol show node --json",
 					  &n, err, sizeof(err));
 	free(text);
 	if (!rc) {
@@ -405,7 +406,8 @@ static int state_dir(struct app *a, char *dir, size_t len, char *err,
 	}
 	if ((rc = slurm_text(a, NULL, args, &text, &n, err, errlen)))
 		return rc;
-	for (p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+	for (p = text; p && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, "StateSaveLocation", 17)) {
 			char *v = strchr(p, '=');
 
@@ -639,35 +641,36 @@ static int write_port_file(const char *path, unsigned port)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: isle-exporter [options]\n"
-		"  Serves isle's placement quality as OpenMetrics on "
-		"http://ADDR/metrics.\n"
-		"  --listen ADDR         HOST:PORT, [IPV6]:PORT, :PORT for every "
-		"address\n"
-		"                        (default " DEFAULT_LISTEN
-		"; port 0 picks a free one)\n"
-		"  --port-file FILE      write the port listened on\n"
-		"  --ttl S               refresh period, seconds (default 10)\n"
-		"  --state-dir DIR       StateSaveLocation (default "
-		"$ISLE_STATE_DIR,\n"
-		"                        else `scontrol show config`)\n"
-		"  --cluster FILE        cluster file (default: the one "
-		"slurmctld loaded)\n"
-		"  --scontrol PATH       scontrol to run (default: scontrol in "
-		"PATH)\n"
-		"  --command-timeout S   kill scontrol after S seconds "
-		"(default 10)\n"
-		"  --max-connections N   (default 64)\n"
-		"  --max-per-ip N        (default 16)\n"
-		"  --connection-timeout S  idle connections closed after S "
-		"(default 5)\n"
-		"  --topology-from FILE  read `scontrol show topology` text from "
-		"FILE\n"
-		"  --nodes-from FILE     read `scontrol show node --json` from "
-		"FILE\n"
-		"  --once[=FORMAT]       print one rendering (openmetrics or "
-		"text) and exit\n");
+	fprintf(
+	    out,
+	    "usage: isle-exporter [options]\n"
+	    "  Serves isle's placement quality as OpenMetrics on "
+	    "http://ADDR/metrics.\n"
+	    "  --listen ADDR         HOST:PORT, [IPV6]:PORT, :PORT for every "
+	    "address\n"
+	    "                        (default " DEFAULT_LISTEN
+	    "; port 0 picks a free one)\n"
+	    "  --port-file FILE      write the port listened on\n"
+	    "  --ttl S               refresh period, seconds (default 10)\n"
+	    "  --state-dir DIR       StateSaveLocation (default "
+	    "$ISLE_STATE_DIR,\n"
+	    "                        else `scontrol show config`)\n"
+	    "  --cluster FILE        cluster file (default: the one "
+	    "slurmctld loaded)\n"
+	    "  --scontrol PATH       scontrol to run (default: scontrol in "
+	    "PATH)\n"
+	    "  --command-timeout S   kill scontrol after S seconds "
+	    "(default 10)\n"
+	    "  --max-connections N   (default 64)\n"
+	    "  --max-per-ip N        (default 16)\n"
+	    "  --connection-timeout S  idle connections closed after S "
+	    "(default 5)\n"
+	    "  --topology-from FILE  read `scontrol show topology` text from "
+	    "FILE\n"
+	    "  --nodes-from FILE     read `scontrol show node --json` from "
+	    "FILE\n"
+	    "  --once[=FORMAT]       print one rendering (openmetrics or "
+	    "text) and exit\n");
 }
 
 static int num(const char *opt, const char *v, double lo, double hi,
@@ -812,7 +815,8 @@ int main(int argc, char **argv)
 		refresh(&a);
 		rc = a.text[a.o.format] ? 0 : 1;
 		if (!rc)
-			fwrite(a.text[a.o.format], 1, a.len[a.o.format], stdout);
+			fwrite(a.text[a.o.format], 1, a.len[a.o.format],
+			       stdout);
 		goto out;
 	}
 	if (parse_listen(a.o.listen, &ss, &sl, err, sizeof(err))) {
@@ -830,9 +834,9 @@ int main(int argc, char **argv)
 	    MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 		(ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 	    0, NULL, NULL, handle, &a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-	    NULL, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-	    a.o.max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, a.o.max_per_ip,
+	    NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_CONNECTION_LIMIT, a.o.max_conn,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, a.o.max_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, a.o.conn_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
 	if (!d) {
@@ -847,7 +851,8 @@ int main(int argc, char **argv)
 
 		fprintf(stderr, "isle-exporter: listening on %s (port %u)\n",
 			a.o.listen, port);
-		if (a.o.port_file && (rc = write_port_file(a.o.port_file, port))) {
+		if (a.o.port_file &&
+		    (rc = write_port_file(a.o.port_file, port))) {
 			fprintf(stderr, "isle-exporter: %s: %s\n",
 				a.o.port_file, strerror(-rc));
 			MHD_stop_daemon(d);

@@ -50,7 +50,8 @@ double isle_exp_fragmentation(isle_place_ctx *ctx, const isle_topo *t,
 
 	if (!ctx || !t || !st || st->fallback || !nodes)
 		return -1.0;
-	free_gpus = calloc((size_t)(t->nnodes ? t->nnodes : 1), sizeof(uint64_t));
+	free_gpus =
+	    calloc((size_t)(t->nnodes ? t->nnodes : 1), sizeof(uint64_t));
 	sorted = malloc((size_t)(nodes->n ? nodes->n : 1) * sizeof(*sorted));
 	if (!free_gpus || !sorted)
 		goto out;
@@ -180,9 +181,14 @@ static void family(struct sb *b, enum isle_exp_format f, const char *name,
 		return;
 	}
 	sb_printf(b, "# HELP %s%s %s\n", name,
-		  k == COUNTER ? "_total" : k == INFO ? "_info" : "", help);
+		  k == COUNTER ? "_total"
+		  : k == INFO  ? "_info"
+			       : "",
+		  help);
 	sb_printf(b, "# TYPE %s%s %s\n", name,
-		  k == COUNTER ? "_total" : k == INFO ? "_info" : "",
+		  k == COUNTER ? "_total"
+		  : k == INFO  ? "_info"
+			       : "",
 		  k == INFO ? "gauge" : kind_names[k]);
 }
 
@@ -263,7 +269,8 @@ static void eval(struct sb *b, enum isle_exp_format f,
 	if (st->eval_calls) {
 		sb_printf(b, "isle_eval_duration_seconds{quantile=\"0.5\"} ");
 		sb_double(b, (double)st->eval_p50_us / 1e6);
-		sb_printf(b, "\nisle_eval_duration_seconds{quantile=\"0.99\"} ");
+		sb_printf(b,
+			  "\nisle_eval_duration_seconds{quantile=\"0.99\"} ");
 		sb_double(b, (double)st->eval_p99_us / 1e6);
 		sb_printf(b, "\n");
 	}
@@ -324,8 +331,8 @@ static void store(struct sb *b, enum isle_exp_format f,
 		  s->unreadable);
 }
 
-char *isle_exp_render(const struct isle_exp_snapshot *s,
-		      enum isle_exp_format f, size_t *len)
+char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
+		      size_t *len)
 {
 	struct sb b = {.cap = 16384};
 	const struct isle_exp_topo *st = s->slurm_topo;
@@ -381,12 +388,12 @@ char *isle_exp_render(const struct isle_exp_snapshot *s,
 		sb_double(&b, s->src[i].last_success);
 		sb_printf(&b, "\n");
 	}
-	family(&b, f, "isle_exporter_source_duration_seconds", GAUGE,
-	       "seconds", "How long the exporter's last read of the source took.");
+	family(&b, f, "isle_exporter_source_duration_seconds", GAUGE, "seconds",
+	       "How long the exporter's last read of the source took.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++) {
-		sb_printf(&b,
-			  "isle_exporter_source_duration_seconds{source=\"%s\"} ",
-			  src_names[i]);
+		sb_printf(
+		    &b, "isle_exporter_source_duration_seconds{source=\"%s\"} ",
+		    src_names[i]);
 		sb_double(&b, s->src[i].seconds);
 		sb_printf(&b, "\n");
 	}

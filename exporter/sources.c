@@ -145,8 +145,8 @@ int isle_exp_nodes_parse(const char *json, size_t len, const char *name,
 	}
 	if (!json_object_object_get_ex(root, "nodes", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
-		rc = errf(-EINVAL, err, errlen, "%s: $.nodes: missing or not an array",
-			  name);
+		rc = errf(-EINVAL, err, errlen,
+			  "%s: $.nodes: missing or not an array", name);
 		goto out;
 	}
 	n = json_object_array_length(arr);
@@ -185,9 +185,10 @@ int isle_exp_nodes_parse(const char *json, size_t len, const char *name,
 			? json_object_get_string(v)
 			: "";
 		if (isle_exp_gres_gpus(s, &nd->used)) {
-			rc = errf(-EINVAL, err, errlen,
-				  "%s: $.nodes[%zu].gres_used: cannot read '%s'",
-				  name, i, s);
+			rc =
+			    errf(-EINVAL, err, errlen,
+				 "%s: $.nodes[%zu].gres_used: cannot read '%s'",
+				 name, i, s);
 			goto out;
 		}
 		if (nd->used > nd->gpus)
@@ -280,7 +281,8 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 
 		lineno++;
-		snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) ? n : sizeof(buf) - 1), p);
+		snprintf(buf, sizeof(buf), "%.*s",
+			 (int)(n < sizeof(buf) ? n : sizeof(buf) - 1), p);
 		p = nl ? nl + 1 : NULL;
 		if (!strncmp(buf, "Topology=isle ", 14)) {
 			seen = 1;

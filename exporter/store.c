@@ -30,8 +30,8 @@ struct slot {
 	uint8_t state;	 /* SLOT_* */
 	uint8_t counted; /* its decision is in the counters */
 	ino_t ino;
-	uint64_t gen;	 /* scan that last saw the file */
-	time_t gone;	 /* when the file vanished (SLOT_GONE) */
+	uint64_t gen; /* scan that last saw the file */
+	time_t gone;  /* when the file vanished (SLOT_GONE) */
 	/* EMPTY: never used; OK / BAD: the file is there and read / does not
 	 * read; GONE: the file went, its job was counted; DEAD: reusable. */
 };
@@ -185,7 +185,8 @@ int isle_exp_store_scan(isle_exp_store *s, char *err, size_t errlen)
 		int rc = -errno;
 
 		if (err)
-			snprintf(err, errlen, "%s: %s", s->dir, strerror(errno));
+			snprintf(err, errlen, "%s: %s", s->dir,
+				 strerror(errno));
 		s->st.records = s->st.partial = s->st.unreadable = 0;
 		return rc == -ENOENT ? -ENOENT : -EIO;
 	}

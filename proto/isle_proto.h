@@ -339,12 +339,12 @@ enum isle_record_outcome {
 /* The figures of a record that operators count (isle-exporter). */
 struct isle_record_info {
 	uint32_t job_id;
-	int64_t time;	    /* when decided (Unix s), 0 if absent */
-	int outcome;	    /* enum isle_record_outcome */
-	int tp_groups;	    /* placement.tp_groups, -1 without a placement */
-	int tp_in_island;   /* placement.tp_in_island, -1 without one */
-	double cost_ratio;  /* placement.cost_ratio, -1 without one */
-	int granted_nodes;  /* entries of "granted", 0 if absent */
+	int64_t time;	   /* when decided (Unix s), 0 if absent */
+	int outcome;	   /* enum isle_record_outcome */
+	int tp_groups;	   /* placement.tp_groups, -1 without a placement */
+	int tp_in_island;  /* placement.tp_in_island, -1 without one */
+	double cost_ratio; /* placement.cost_ratio, -1 without one */
+	int granted_nodes; /* entries of "granted", 0 if absent */
 };
 
 /* The outcome of a decision line (never fails: ISLE_OUTCOME_OTHER). */

@@ -167,7 +167,8 @@ void isle_record_info(const void *rec, struct isle_record_info *info)
 		info->time = json_object_get_int64(v);
 	info->outcome = ISLE_OUTCOME_OTHER;
 	if (json_object_object_get_ex(o, "line", &v))
-		info->outcome = isle_record_outcome_of(json_object_get_string(v));
+		info->outcome =
+		    isle_record_outcome_of(json_object_get_string(v));
 	if (json_object_object_get_ex(o, "granted", &v) &&
 	    json_object_is_type(v, json_type_array))
 		info->granted_nodes = (int)json_object_array_length(v);

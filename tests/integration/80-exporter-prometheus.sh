@@ -125,7 +125,7 @@ want 'isle_gpus{state="allocated"}' 0
 want 'isle_fragmentation_ratio' 0
 placed0=$(pq 'isle_decisions_total{outcome="placed"}')
 groups0=$(pq 'isle_tp_groups_placed_total')
-[ -n "$placed0" ] && [ -n "$groups0" ] || fail "no decision counters in Prometheus"
+if [ -z "$placed0" ] || [ -z "$groups0" ]; then fail "no decision counters in Prometheus"; fi
 
 j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap "sleep 300")
 isle_pt_wait_state "$j" RUNNING 60 || fail "job $j did not start"
@@ -155,7 +155,7 @@ promtool check rules "$repo/monitoring/isle-rules.yml" || fail "promtool check r
 (cd "$repo/monitoring" && promtool test rules isle-rules.test.yml) || fail "promtool test rules"
 bad=$(curl -sf "$api/rules" | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | join(" ")')
 nrules=$(curl -sf "$api/rules" | jq '[.data.groups[].rules[]] | length')
-[ "$nrules" -ge 7 ] && [ -z "$bad" ] || fail "Prometheus rules: $nrules loaded, unhealthy: $bad"
+if [ "$nrules" -lt 7 ] || [ -n "$bad" ]; then fail "Prometheus rules: $nrules loaded, unhealthy: $bad"; fi
 want 'isle:gpus_free:ratio' 1
 want 'count(isle:decisions:rate5m)' "$(pq 'count(isle_decisions_total)')"
 

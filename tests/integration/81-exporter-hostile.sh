@@ -78,7 +78,7 @@ alive() {
 raw() {
 	local fd line=""
 	exec {fd}<>"/dev/tcp/127.0.0.1/$port"
-	printf '%b' "$1" >&"$fd" 2>/dev/null || true
+	printf '%b' "$1" 1>&"$fd" || true
 	read -r -t 5 -u "$fd" line || true
 	exec {fd}>&-
 	echo "${line%$'\r'}"
@@ -135,10 +135,12 @@ alive
 
 # --- 3. many clients ----------------------------------------------------------
 export url om
+# shellcheck disable=SC2016 # expanded by sh -c, from the environment
 seq 1 400 | xargs -P 8 -n 1 sh -c 'body=$(curl -sf --max-time 10 -H "$om" "$url") && [ "${body##*
 }" = "# EOF" ] || echo bad' >"$work/many" 2>&1 || true
 [ ! -s "$work/many" ] || fail "$(grep -c bad "$work/many") of 400 scrapes from 8 clients failed"
 echo "many clients: 400 scrapes from 8 parallel clients, all whole"
+# shellcheck disable=SC2016
 seq 1 320 | xargs -P 32 -n 1 sh -c 'curl -s --max-time 10 -o /dev/null "$url" || true' &
 burst=$!
 maxfd=0

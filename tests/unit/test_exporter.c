@@ -66,9 +66,9 @@ static void test_nodes(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(isle_exp_nodes_parse(json, strlen(json), "t", &n, err,
-					      sizeof(err)),
-			 0);
+	assert_int_equal(
+	    isle_exp_nodes_parse(json, strlen(json), "t", &n, err, sizeof(err)),
+	    0);
 	assert_int_equal(n.n, 4);
 	assert_string_equal(n.v[0].name, "n01");
 	assert_int_equal(n.v[0].gpus, 4);
@@ -80,13 +80,12 @@ static void test_nodes(void **state)
 	assert_int_equal(n.v[3].usable, 0);
 	isle_exp_nodes_free(&n);
 
-	assert_int_equal(isle_exp_nodes_parse("{\"nodes\": [", 11, "t", &n,
-					      err, sizeof(err)),
-			 -EINVAL);
-	assert_non_null(strstr(err, "t: not JSON"));
-	assert_int_equal(isle_exp_nodes_parse("{}", 2, "t", &n, err,
+	assert_int_equal(isle_exp_nodes_parse("{\"nodes\": [", 11, "t", &n, err,
 					      sizeof(err)),
 			 -EINVAL);
+	assert_non_null(strstr(err, "t: not JSON"));
+	assert_int_equal(
+	    isle_exp_nodes_parse("{}", 2, "t", &n, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "$.nodes"));
 	assert_int_equal(
 	    isle_exp_nodes_parse("{\"nodes\": [{\"name\": \"a\", \"gres\": "
@@ -115,8 +114,7 @@ static void test_topology(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(isle_exp_topo_parse(topo_ok, &t, err, sizeof(err)),
-			 0);
+	assert_int_equal(isle_exp_topo_parse(topo_ok, &t, err, sizeof(err)), 0);
 	assert_int_equal(t.fallback, 0);
 	assert_string_equal(t.cluster, "gb200-test");
 	assert_string_equal(t.file, "/etc/slurm/isle.json");
@@ -216,9 +214,9 @@ static void rm(const char *name)
 	assert_int_equal(unlink(path), 0);
 }
 
-#define PLACED(id, groups, inside, ratio)                                     \
-	"{\"job_id\": " #id ", \"line\": \"isle: tp=4 pp=1\", \"placement\": "  \
-	"{\"tp_groups\": " #groups ", \"tp_in_island\": " #inside               \
+#define PLACED(id, groups, inside, ratio)                                      \
+	"{\"job_id\": " #id ", \"line\": \"isle: tp=4 pp=1\", \"placement\": " \
+	"{\"tp_groups\": " #groups ", \"tp_in_island\": " #inside              \
 	", \"cost_ratio\": " #ratio "}}"
 
 static void test_store(void **state)
@@ -236,7 +234,7 @@ static void test_store(void **state)
 	put("job_1.json", PLACED(1, 2, 1, 1.2));
 	put("job_2.json.new", "{\"job_id\": 2, \"li"); /* being written */
 	put("job_3.json", "{\"job_id\": 3, \"line\""); /* garbage */
-	put("job_4.json", PLACED(5, 1, 1, 1.0));      /* another job's */
+	put("job_4.json", PLACED(5, 1, 1, 1.0));       /* another job's */
 	put("notes.txt", "not a record");
 	put("job_6.json",
 	    "{\"job_id\": 6, \"line\": \"isle: fallback (x): Slurm's default "
@@ -339,9 +337,8 @@ static void test_fragmentation(void **state)
 	double f, want;
 
 	(void)state;
-	assert_int_equal(isle_topo_load_buf(cluster, "t.json", &t, err,
-					    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    isle_topo_load_buf(cluster, "t.json", &t, err, sizeof(err)), 0);
 	c = isle_place_create(t, NULL);
 	assert_non_null(c);
 	/* What topology/isle would print for: n01 GPU 3 busy, n03 GPU 1
@@ -412,8 +409,9 @@ static void test_render(void **state)
 	assert_true(has_line(om, "isle_decisions_total{outcome=\"placed\"} 3"));
 	assert_true(has_line(om, "isle_tp_groups_split_total 1"));
 	assert_true(has_line(om, "# UNIT isle_eval_duration_seconds seconds"));
-	assert_true(has_line(om, "isle_eval_duration_seconds{quantile=\"0.99\"} "
-				 "0.004352"));
+	assert_true(has_line(om,
+			     "isle_eval_duration_seconds{quantile=\"0.99\"} "
+			     "0.004352"));
 	assert_true(has_line(om, "isle_eval_duration_seconds_count 5120"));
 	assert_true(has_line(om, "isle_islands{island_gpus=\"8\"} 2"));
 	assert_true(has_line(om, "isle_islands_free{island_gpus=\"8\"} 1"));
@@ -423,10 +421,13 @@ static void test_render(void **state)
 	assert_true(has_line(om, "isle_fragmentation_ratio 0.25"));
 	assert_true(has_line(om, "isle_fallback 0"));
 	assert_true(has_line(om, "# TYPE isle_cluster info"));
-	assert_true(has_line(om, "isle_cluster_info{cluster=\"a\\\"b\\\\c\\nd\","
-				 "file=\"/etc/slurm/isle.json\"} 1"));
-	assert_true(has_line(om, "isle_exporter_source_up{source=\"store\"} 1"));
-	assert_true(has_line(om, "isle_placement_cost_ratio_bucket{le=\"+Inf\"} 0"));
+	assert_true(has_line(om,
+			     "isle_cluster_info{cluster=\"a\\\"b\\\\c\\nd\","
+			     "file=\"/etc/slurm/isle.json\"} 1"));
+	assert_true(
+	    has_line(om, "isle_exporter_source_up{source=\"store\"} 1"));
+	assert_true(
+	    has_line(om, "isle_placement_cost_ratio_bucket{le=\"+Inf\"} 0"));
 
 	txt = isle_exp_render(&s, ISLE_EXP_TEXT, &len);
 	assert_non_null(txt);
@@ -434,7 +435,8 @@ static void test_render(void **state)
 	assert_null(strstr(txt, "# UNIT"));
 	assert_true(has_line(txt, "# TYPE isle_decisions_total counter"));
 	assert_true(has_line(txt, "# TYPE isle_cluster_info gauge"));
-	assert_true(has_line(txt, "isle_decisions_total{outcome=\"placed\"} 3"));
+	assert_true(
+	    has_line(txt, "isle_decisions_total{outcome=\"placed\"} 3"));
 	free(om);
 	free(txt);
 	isle_exp_topo_free(&st);
