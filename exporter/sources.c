@@ -286,6 +286,11 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 		p = nl ? nl + 1 : NULL;
 		if (!strncmp(buf, "Topology=isle ", 14)) {
 			seen = 1;
+			/* A second summary line replaces the first. */
+			free(out->cluster);
+			free(out->file);
+			free(out->error);
+			out->cluster = out->file = out->error = NULL;
 			if (!kv(buf, "Status", val, sizeof(val)))
 				out->fallback = !strcmp(val, "fallback");
 			if (!kv(buf, "Cluster", val, sizeof(val)) &&

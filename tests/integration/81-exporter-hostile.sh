@@ -74,11 +74,19 @@ scrape_ok() {
 alive() {
 	kill -0 "$exp_pid" 2>/dev/null || fail "exporter died: $(tail -5 "$work/exporter.log")"
 }
+# Writes $2 to descriptor $1; a connection the exporter already closed
+# gives EPIPE, not a SIGPIPE that ends this script.
+send() {
+	(
+		trap '' PIPE
+		printf '%b' "$2" 1>&"$1"
+	) 2>/dev/null || true
+}
 # Raw bytes to the port; prints the status line of the answer.
 raw() {
 	local fd line=""
 	exec {fd}<>"/dev/tcp/127.0.0.1/$port"
-	printf '%b' "$1" 1>&"$fd" || true
+	send "$fd" "$1"
 	read -r -t 5 -u "$fd" line || true
 	exec {fd}>&-
 	echo "${line%$'\r'}"
@@ -109,7 +117,7 @@ scrape_ok || fail "no scrape after bad requests"
 fds=()
 for _ in $(seq 1 20); do
 	exec {fd}<>"/dev/tcp/127.0.0.1/$port"
-	printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n' >&"$fd"
+	send "$fd" 'GET /metrics HTTP/1.1\r\nHost: x\r\n'
 	fds+=("$fd")
 done
 # closed: EOF now. (read: 0 data, 1 EOF, >128 timeout.)
