@@ -200,6 +200,7 @@ include placement/module.mk
 include agent/module.mk
 include comm_shim/module.mk
 include slurm_plugin/module.mk
+include exporter/module.mk
 include bench/fabric/module.mk
 include bench/load/module.mk
 include bench/soak/module.mk

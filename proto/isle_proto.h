@@ -444,6 +444,42 @@ ISLE_EXPORT int isle_report_parse(const char *json, size_t len,
 				  const char *name, struct isle_report *out,
 				  char *err, size_t errlen);
 
+/* What a decision says, from its line (topology/isle writes "isle: tp=...",
+ * "isle: planned tp=...", "isle: default selection: ...", "isle: fallback
+ * (...): ...", "isle: waiting: ...", "isle: refused: ..."). */
+enum isle_record_outcome {
+	ISLE_OUTCOME_PLACED = 0, /* the engine's placement */
+	ISLE_OUTCOME_PLANNED,	 /* backfill's plan, not started on it */
+	ISLE_OUTCOME_DEFAULT,	 /* Slurm's default selection */
+	ISLE_OUTCOME_FALLBACK,	 /* no usable cluster file: default selection */
+	ISLE_OUTCOME_WAITING,	 /* no placement now (required mode) */
+	ISLE_OUTCOME_REFUSED,	 /* can never be placed (required mode) */
+	ISLE_OUTCOME_OTHER,	 /* a line of none of these forms */
+	ISLE_OUTCOME_COUNT
+};
+
+/* The figures of a record that operators count (isle-exporter). */
+struct isle_record_info {
+	uint32_t job_id;
+	int64_t time;	   /* when decided (Unix s), 0 if absent */
+	int outcome;	   /* enum isle_record_outcome */
+	int tp_groups;	   /* placement.tp_groups, -1 without a placement */
+	int tp_in_island;  /* placement.tp_in_island, -1 without one */
+	double cost_ratio; /* placement.cost_ratio, -1 without one */
+	int granted_nodes; /* entries of "granted", 0 if absent */
+};
+
+/* The outcome of a decision line (never fails: ISLE_OUTCOME_OTHER). */
+ISLE_PROTO_API int isle_record_outcome_of(const char *line);
+/* "placed", "planned", "default_selection", "fallback", "waiting",
+ * "refused", "other"; NULL out of range. */
+ISLE_PROTO_API const char *isle_record_outcome_name(int outcome);
+
+/* Fills info from a record isle_record_read returned. A placement whose
+ * figures are missing or of the wrong type reads as no placement (-1). */
+ISLE_PROTO_API void isle_record_info(const void *rec,
+				     struct isle_record_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -124,3 +124,68 @@ int isle_record_read(const char *path, void **out, char *err, size_t errlen)
 	*out = o;
 	return 0;
 }
+
+static const struct {
+	const char *prefix, *name;
+} outcomes[] = {
+    [ISLE_OUTCOME_PLACED] = {"isle: tp=", "placed"},
+    [ISLE_OUTCOME_PLANNED] = {"isle: planned ", "planned"},
+    [ISLE_OUTCOME_DEFAULT] = {"isle: default selection", "default_selection"},
+    [ISLE_OUTCOME_FALLBACK] = {"isle: fallback", "fallback"},
+    [ISLE_OUTCOME_WAITING] = {"isle: waiting", "waiting"},
+    [ISLE_OUTCOME_REFUSED] = {"isle: refused", "refused"},
+    [ISLE_OUTCOME_OTHER] = {NULL, "other"},
+};
+
+int isle_record_outcome_of(const char *line)
+{
+	for (int i = 0; line && i < ISLE_OUTCOME_OTHER; i++)
+		if (!strncmp(line, outcomes[i].prefix,
+			     strlen(outcomes[i].prefix)))
+			return i;
+	return ISLE_OUTCOME_OTHER;
+}
+
+const char *isle_record_outcome_name(int outcome)
+{
+	if (outcome < 0 || outcome >= ISLE_OUTCOME_COUNT)
+		return NULL;
+	return outcomes[outcome].name;
+}
+
+void isle_record_info(const void *rec, struct isle_record_info *info)
+{
+	json_object *o = (json_object *)rec, *pl, *v, *tg, *ti, *cr;
+
+	memset(info, 0, sizeof(*info));
+	info->tp_groups = info->tp_in_island = -1;
+	info->cost_ratio = -1.0;
+	if (json_object_object_get_ex(o, "job_id", &v))
+		info->job_id = (uint32_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "time", &v) &&
+	    json_object_is_type(v, json_type_int))
+		info->time = json_object_get_int64(v);
+	info->outcome = ISLE_OUTCOME_OTHER;
+	if (json_object_object_get_ex(o, "line", &v))
+		info->outcome =
+		    isle_record_outcome_of(json_object_get_string(v));
+	if (json_object_object_get_ex(o, "granted", &v) &&
+	    json_object_is_type(v, json_type_array))
+		info->granted_nodes = (int)json_object_array_length(v);
+	if (!json_object_object_get_ex(o, "placement", &pl) ||
+	    !json_object_is_type(pl, json_type_object) ||
+	    !json_object_object_get_ex(pl, "tp_groups", &tg) ||
+	    !json_object_is_type(tg, json_type_int) ||
+	    !json_object_object_get_ex(pl, "tp_in_island", &ti) ||
+	    !json_object_is_type(ti, json_type_int) ||
+	    json_object_get_int(tg) < 0 || json_object_get_int(ti) < 0 ||
+	    json_object_get_int(ti) > json_object_get_int(tg))
+		return;
+	info->tp_groups = json_object_get_int(tg);
+	info->tp_in_island = json_object_get_int(ti);
+	if (json_object_object_get_ex(pl, "cost_ratio", &cr) &&
+	    (json_object_is_type(cr, json_type_double) ||
+	     json_object_is_type(cr, json_type_int)) &&
+	    json_object_get_double(cr) >= 0.0)
+		info->cost_ratio = json_object_get_double(cr);
+}

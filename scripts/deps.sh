@@ -72,6 +72,8 @@ PACKAGES=(
 	valgrind
 	# make rpm (rpmbuild; make deb needs dpkg-dev's tools only)
 	rpm
+	# isle-exporter's HTTP server; Prometheus and promtool for its tests
+	libmicrohttpd-dev prometheus curl
 	# Slurm build dependencies
 	libmunge-dev munge libyaml-dev libjwt-dev libhttp-parser-dev liblz4-dev
 	libpam0g-dev libdbus-1-dev libnuma-dev libreadline-dev zlib1g-dev

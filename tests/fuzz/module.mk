@@ -11,7 +11,7 @@
 # Corpora are seeded from tests/golden and ../shared/data (run.sh) and kept
 # in $(B)/fuzz/corpus; crashes land in $(B)/fuzz/crashes.
 
-FUZZ_TARGETS ?= ibnd cluster node_json hwloc_xml plan opts codec name
+FUZZ_TARGETS ?= ibnd cluster node_json hwloc_xml plan opts codec name exporter
 FUZZ_S       ?= 60
 FUZZ_CC      ?= clang
 
@@ -27,6 +27,8 @@ FUZZ_A_opts       := $(B)/libisle_comm.a $(B)/libisle_place.a $(B)/libisle_topo.
 		     $(B)/libisle_proto.a
 FUZZ_A_codec      := $(B)/libisle_comm.a $(B)/libisle_proto.a
 FUZZ_A_name       := $(B)/libisle_topo.a $(B)/libisle_proto.a
+FUZZ_A_exporter   := $(B)/libisle_exporter.a $(B)/libisle_place.a \
+		     $(B)/libisle_topo.a $(B)/libisle_proto.a
 FUZZ_L_ibnd       := $(TOPO_LDLIBS)
 FUZZ_L_cluster    := $(TOPO_LDLIBS) -lm
 FUZZ_L_node_json  := $(TOPO_LDLIBS)
@@ -35,9 +37,10 @@ FUZZ_L_plan       := $(COMM_LDLIBS)
 FUZZ_L_opts       := $(COMM_LDLIBS) $(TOPO_LDLIBS)
 FUZZ_L_codec      := $(COMM_LDLIBS)
 FUZZ_L_name       := $(TOPO_LDLIBS)
+FUZZ_L_exporter   := $(EXPORTER_LDLIBS)
 
 ALL_OBJS += $(FUZZ_TARGETS:%=$(B)/tests/fuzz/fuzz_%.o) $(FUZZ_X_opts)
-$(B)/tests/fuzz/%.o: CPPFLAGS += -Itests/fuzz -Islurm_plugin
+$(B)/tests/fuzz/%.o: CPPFLAGS += -Itests/fuzz -Islurm_plugin -Iexporter
 
 ifeq ($(FUZZ_BUILD),1)
 # Sub-make of `make fuzz` (CC=clang, B=$(B)/fuzz): everything instrumented.
