@@ -470,15 +470,15 @@ struct isle_record_info {
 };
 
 /* The outcome of a decision line (never fails: ISLE_OUTCOME_OTHER). */
-ISLE_PROTO_API int isle_record_outcome_of(const char *line);
+ISLE_EXPORT int isle_record_outcome_of(const char *line);
 /* "placed", "planned", "default_selection", "fallback", "waiting",
  * "refused", "other"; NULL out of range. */
-ISLE_PROTO_API const char *isle_record_outcome_name(int outcome);
+ISLE_EXPORT const char *isle_record_outcome_name(int outcome);
 
 /* Fills info from a record isle_record_read returned. A placement whose
  * figures are missing or of the wrong type reads as no placement (-1). */
-ISLE_PROTO_API void isle_record_info(const void *rec,
-				     struct isle_record_info *info);
+ISLE_EXPORT void isle_record_info(const void *rec,
+				  struct isle_record_info *info);
 
 #ifdef __cplusplus
 }
