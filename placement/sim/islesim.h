@@ -210,6 +210,14 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
 		     const struct isle_place_req *req,
 		     struct isle_place_result *res);
 
+/* A reservation at a later time (backfill): fm_later free then, fm_now
+ * free now. isle: isle_place_later (nodes busy now first); the baselines
+ * place on fm_later as Slurm's plugins do on the will-run bitmap. */
+int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
+			   const uint64_t *fm_now,
+			   const struct isle_place_req *req,
+			   struct isle_place_result *res);
+
 /* --- sim.c -------------------------------------------------------------- */
 
 /* Job size classes of the wait report: 1, 2-8, 9-64, >64 GPUs. */

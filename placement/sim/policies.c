@@ -782,3 +782,14 @@ placed:
 	res->dp = need / (req->tp * req->pp);
 	return 0;
 }
+
+int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
+			   const uint64_t *fm_now,
+			   const struct isle_place_req *req,
+			   struct isle_place_result *res)
+{
+	if (pc->p == SIM_ISLE)
+		return isle_place_later(pc->eng, fm_later, fm_now, NULL, req,
+					res);
+	return sim_policy_place(pc, fm_later, req, res);
+}

@@ -544,8 +544,12 @@ static int bf_earliest(struct state *s, struct bf_map *m, const struct sim_job *
 			}
 		}
 		if (cnt >= j->gpus) {
-			rc = policy_place_at(s, j, s->bf, req, t,
-					     &s->proj_res);
+			sim_policy_set_waited(s->pol, t - j->submit);
+			rc = t > now ? sim_policy_place_later(s->pol, s->bf,
+							      s->free, req,
+							      &s->proj_res)
+				     : sim_policy_place(s->pol, s->bf, req,
+							&s->proj_res);
 			if (rc == 0) {
 				*at = t;
 				return 0;
