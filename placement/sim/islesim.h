@@ -253,17 +253,17 @@ struct sim_metrics {
 struct sim_opts {
 	enum sim_policy policy;
 	uint64_t seed;
-	int slurm_release;    /* see sim_policy_set_release */
-	int queue_depth;      /* default_queue_depth: main pass (100) */
-	double bf_interval;   /* s between backfill passes (30) */
-	int bf_max_job_test;  /* jobs a backfill pass tests (500) */
-	double bf_window;     /* s the time map spans (1440 min) */
-	double bf_resolution; /* s, the map's time step (60) */
-	int bf_continue;      /* accepted; see sim.c */
+	int slurm_release;	/* see sim_policy_set_release */
+	int queue_depth;	/* default_queue_depth: main pass (100) */
+	double bf_interval;	/* s between backfill passes (30) */
+	int bf_max_job_test;	/* jobs a backfill pass tests (500) */
+	double bf_window;	/* s the time map spans (1440 min) */
+	double bf_resolution;	/* s, the map's time step (60) */
+	int bf_continue;	/* accepted; see sim.c */
 	double max_switch_wait; /* s tree-sw waits for one leaf (300) */
-	FILE *trace;	   /* per-job placements, or NULL */
-	FILE *cost_out;	   /* per-job step times (2+ GPU training), or NULL */
-	FILE *occ_out;	   /* "time occupancy" samples, or NULL */
+	FILE *trace;		/* per-job placements, or NULL */
+	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */
+	FILE *occ_out;	/* "time occupancy" samples, or NULL */
 };
 
 /* Slurm's defaults for the fields left 0. */

@@ -250,8 +250,8 @@ static void test_place_later(void **state)
 
 		isle_place_result_init(&p);
 		rq.nodes = 2;
-		assert_int_equal(isle_place_later(c, later, later, NULL, &rq, &r),
-				 0);
+		assert_int_equal(
+		    isle_place_later(c, later, later, NULL, &rq, &r), 0);
 		assert_int_equal(isle_place(c, later, NULL, &rq, &p), 0);
 		assert_int_equal(r.nnodes, p.nnodes);
 		for (i = 0; i < r.nnodes; i++)
