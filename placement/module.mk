@@ -30,7 +30,7 @@ $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 # the four mixes (wait by job size class per row), and
 # decision time at 1,000 and 10,000 nodes. Writes build/bench/placement.json,
 # placement.txt (the table) and placement.png (gnuplot).
-PLACE_BENCH_JOBS ?= 20000
+PLACE_BENCH_JOBS ?= 2000
 BENCHES += bench-placement
 .PHONY: bench-placement
 bench-placement: $(B)/bin/islesim
