@@ -353,6 +353,48 @@ int isle_place(isle_place_ctx *c, const uint64_t *free_gpus,
 	return 0;
 }
 
+int isle_place_later(isle_place_ctx *c, const uint64_t *free_later,
+		     const uint64_t *free_now, const uint64_t *eligible,
+		     const struct isle_place_req *req,
+		     struct isle_place_result *res)
+{
+	struct isle_place_result alt;
+	uint64_t *el = NULL;
+	double lim;
+	int words, k, i, rc;
+
+	rc = isle_place(c, free_later, eligible, req, res);
+	if (rc || !free_now)
+		return rc;
+	lim = res->cost.total * (1.0 + c->o.later_cost_slack);
+	words = c->nnodes / 64 + 1;
+	el = calloc((size_t)words, sizeof(*el));
+	if (!el)
+		return 0; /* the plain placement stands */
+	isle_place_result_init(&alt);
+	for (k = 0; k < c->max_node_gpus; k++) {
+		int added = 0;
+
+		for (i = 0; i < c->nnodes; i++) {
+			uint64_t bit = 1ULL << (i % 64);
+
+			if (__builtin_popcountll(free_now[i]) != k ||
+			    (eligible && !(eligible[i / 64] & bit)))
+				continue;
+			el[i / 64] |= bit;
+			added = 1;
+		}
+		if (!added || isle_place(c, free_later, el, req, &alt) ||
+		    alt.cost.total > lim)
+			continue;
+		if (isle__place_result_copy(res, &alt) == 0)
+			break;
+	}
+	isle_place_result_fini(&alt);
+	free(el);
+	return 0;
+}
+
 int isle_place_eval(isle_place_ctx *c, const struct isle_place_req *req,
 		    const struct isle_place_rank *ranks, int nranks,
 		    struct isle_place_cost *out)

@@ -81,6 +81,9 @@ struct isle_place_opts {
 	 * against cost in the score; frag_weight 0 = pure tie-break. */
 	double w_frag_island, w_frag_node, w_frag_leaf;
 	double frag_weight;
+	/* isle_place_later: a reservation on nodes busy now may cost this much
+	 * more (relative) than the plain placement (default 0.1). */
+	double later_cost_slack;
 	/* Scopes (nodes, domains, leaf and spine groups) evaluated per level,
 	 * best fit first; every scope is evaluated on clusters of at most 64
 	 * nodes. */
@@ -190,6 +193,20 @@ int isle_place(isle_place_ctx *c, const uint64_t *free_gpus,
 	       const uint64_t *eligible, const struct isle_place_req *req,
 	       struct isle_place_result *res);
 
+/*
+ * Places a request that starts later: a backfill reservation (Slurm's
+ * will-run test). free_later[] has the GPUs free at the start time,
+ * free_now[] those free now. The reservation holds its nodes until the
+ * start, so it leaves the GPUs free now to jobs that can start now: the
+ * request is placed on the nodes with at most k GPUs free now, k = 0, 1,
+ * ..., and the first placement that costs at most later_cost_slack more
+ * than isle_place on free_later wins; else isle_place's. Same contract
+ * and result as isle_place.
+ */
+int isle_place_later(isle_place_ctx *c, const uint64_t *free_later,
+		     const uint64_t *free_now, const uint64_t *eligible,
+		     const struct isle_place_req *req,
+		     struct isle_place_result *res);
 /*
  * Modelled cost of an arbitrary rank order (any policy's placement) under
  * req's tp/pp/workload: ranks[0..nranks) with nranks = req GPU count.

@@ -210,6 +210,14 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *free,
 		     const struct isle_place_req *req,
 		     struct isle_place_result *res);
 
+/* A reservation at a later time (backfill): fm_later free then, fm_now
+ * free now. isle: isle_place_later (nodes busy now first); the baselines
+ * place on fm_later as Slurm's plugins do on the will-run bitmap. */
+int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
+			   const uint64_t *fm_now,
+			   const struct isle_place_req *req,
+			   struct isle_place_result *res);
+
 /* --- sim.c -------------------------------------------------------------- */
 
 /* Job size classes of the wait report: 1, 2-8, 9-64, >64 GPUs. */
@@ -245,17 +253,17 @@ struct sim_metrics {
 struct sim_opts {
 	enum sim_policy policy;
 	uint64_t seed;
-	int slurm_release;    /* see sim_policy_set_release */
-	int queue_depth;      /* default_queue_depth: main pass (100) */
-	double bf_interval;   /* s between backfill passes (30) */
-	int bf_max_job_test;  /* jobs a backfill pass tests (500) */
-	double bf_window;     /* s the time map spans (1440 min) */
-	double bf_resolution; /* s, the map's time step (60) */
-	int bf_continue;      /* accepted; see sim.c */
+	int slurm_release;	/* see sim_policy_set_release */
+	int queue_depth;	/* default_queue_depth: main pass (100) */
+	double bf_interval;	/* s between backfill passes (30) */
+	int bf_max_job_test;	/* jobs a backfill pass tests (500) */
+	double bf_window;	/* s the time map spans (1440 min) */
+	double bf_resolution;	/* s, the map's time step (60) */
+	int bf_continue;	/* accepted; see sim.c */
 	double max_switch_wait; /* s tree-sw waits for one leaf (300) */
-	FILE *trace;	   /* per-job placements, or NULL */
-	FILE *cost_out;	   /* per-job step times (2+ GPU training), or NULL */
-	FILE *occ_out;	   /* "time occupancy" samples, or NULL */
+	FILE *trace;		/* per-job placements, or NULL */
+	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */
+	FILE *occ_out;	/* "time occupancy" samples, or NULL */
 };
 
 /* Slurm's defaults for the fields left 0. */

@@ -21,8 +21,8 @@
  *   tree-sw:   tree with --switches=1, what a careful user adds: a job
  *              that fits under one leaf switch waits for one;
  *   block-seg: block with --segment=S, S the largest divisor of the node
- *              count that fits a base block: each S-node segment in one
- *              base block.
+ *              count that fits a base block: each S-node segment placed
+ *              by block as a job of its own, one after the other.
  * Requests with a node shape (-N k --gpus-per-node=g) take exactly g GPUs
  * on each of k nodes that have g free, as Slurm's count of usable nodes.
  * None of the baselines knows about GPU islands inside a node or TP/PP, so
@@ -543,7 +543,9 @@ out:
 }
 
 /*
- * _eval_nodes_consec, counted in usable GPUs (equal node weights). Sets
+ * _eval_nodes_consec, counted in usable GPUs (equal node weights): a node
+ * counts what the job takes there, as Slurm's CPU count of a node for
+ * the job (88 of 88 decisions alike in test 35, one CPU per GPU). Sets
  * of consecutive usable nodes; repeatedly the set that suffices (GPUs and
  * nodes) with the fewest GPUs, else the one with the most (Slurm's test
  * order and ties: first wins), its nodes taken in order; with one node
@@ -628,7 +630,8 @@ static int place_consec(struct sim_policy_ctx *pc, const uint64_t *fm,
 		gpus[best] = 0;
 		nodes[best] = 0;
 	}
-	rc = rem > 0 ? -ENOSPC : take_in_order(pc, pc->order, len, fm, need, res);
+	rc = rem > 0 ? -ENOSPC
+		     : take_in_order(pc, pc->order, len, fm, need, res);
 out:
 	free(start);
 	free(end);
@@ -671,6 +674,46 @@ static int segment_of(const struct sim_policy_ctx *pc,
 		if (req->nodes % s == 0)
 			break;
 	return s;
+}
+
+/*
+ * --segment=S (eval_nodes_block.c): each segment of S nodes is placed as a
+ * job of its own by the block algorithm (its level from S nodes, best
+ * fit), on the nodes the segments before it left. 0 or -ENOSPC.
+ */
+static int place_segments(struct sim_policy_ctx *pc, const uint64_t *fm,
+			  const struct isle_place_req *req, int need,
+			  struct isle_place_result *res)
+{
+	int seg = segment_of(pc, req), n = pc->t->nnodes, got = 0, rc, i, k;
+	int *nodes = NULL;
+	uint64_t *left = NULL;
+
+	if (seg <= 1 || !pc->gpn)
+		return place_block(pc, fm, need, 0, res);
+	left = malloc(((size_t)n + 1) * sizeof(*left));
+	nodes = malloc(((size_t)req->nodes + 1) * sizeof(*nodes));
+	rc = -ENOMEM;
+	if (!left || !nodes)
+		goto out;
+	memcpy(left, fm, (size_t)n * sizeof(*left));
+	for (k = 0; k < req->nodes / seg; k++) {
+		rc = place_block(pc, left, seg * pc->gpn, 0, res);
+		if (rc)
+			goto out;
+		for (i = 0; i < res->nnodes; i++) {
+			nodes[got++] = res->nodes[i];
+			left[res->nodes[i]] = 0;
+		}
+	}
+	/* the segments' nodes in the order chosen, then GPUs as block takes
+	 * them */
+	memcpy(pc->order, nodes, (size_t)got * sizeof(int));
+	rc = take_in_order(pc, pc->order, got, fm, need, res);
+out:
+	free(left);
+	free(nodes);
+	return rc;
 }
 
 void sim_policy_set_release(struct sim_policy_ctx *pc, int release)
@@ -750,10 +793,10 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 				res);
 		break;
 	case SIM_BLOCK:
+		rc = place_block(pc, fm, need, 0, res);
+		break;
 	case SIM_BLOCK_SEG:
-		rc = place_block(
-		    pc, fm, need,
-		    pc->p == SIM_BLOCK_SEG ? segment_of(pc, req) : 0, res);
+		rc = place_segments(pc, fm, req, need, res);
 		break;
 	case SIM_RANDOM:
 		rc = place_random(pc, fm, need, res);
@@ -783,4 +826,15 @@ placed:
 	res->pp = req->pp;
 	res->dp = need / (req->tp * req->pp);
 	return 0;
+}
+
+int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
+			   const uint64_t *fm_now,
+			   const struct isle_place_req *req,
+			   struct isle_place_result *res)
+{
+	if (pc->p == SIM_ISLE)
+		return isle_place_later(pc->eng, fm_later, fm_now, NULL, req,
+					res);
+	return sim_policy_place(pc, fm_later, req, res);
 }

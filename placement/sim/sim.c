@@ -498,7 +498,8 @@ static int bf_add_resv(struct bf_map *m, const struct isle_place_result *r,
  * the times when GPUs come back (a running job's end, a reservation's
  * end), as Slurm tries later_start at node_space boundaries.
  */
-static int bf_earliest(struct state *s, struct bf_map *m, const struct sim_job *j,
+static int bf_earliest(struct state *s, struct bf_map *m,
+		       const struct sim_job *j,
 		       const struct isle_place_req *req, double now, double *at)
 {
 	const struct sim_opts *o = s->o;
@@ -544,8 +545,12 @@ static int bf_earliest(struct state *s, struct bf_map *m, const struct sim_job *
 			}
 		}
 		if (cnt >= j->gpus) {
-			rc = policy_place_at(s, j, s->bf, req, t,
-					     &s->proj_res);
+			sim_policy_set_waited(s->pol, t - j->submit);
+			rc = t > now ? sim_policy_place_later(s->pol, s->bf,
+							      s->free, req,
+							      &s->proj_res)
+				     : sim_policy_place(s->pol, s->bf, req,
+							&s->proj_res);
 			if (rc == 0) {
 				*at = t;
 				return 0;
@@ -554,7 +559,8 @@ static int bf_earliest(struct state *s, struct bf_map *m, const struct sim_job *
 				return rc;
 		}
 		if (ri < m->norder) {
-			double e = round_up(m->order[ri]->end, o->bf_resolution);
+			double e =
+			    round_up(m->order[ri]->end, o->bf_resolution);
 
 			if (e < next)
 				next = e;
@@ -605,8 +611,8 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 			continue;
 		}
 		if (at < INFINITY) {
-			double st = floor(at / o->bf_resolution) *
-				    o->bf_resolution;
+			double st =
+			    floor(at / o->bf_resolution) * o->bf_resolution;
 
 			rc = bf_add_resv(
 			    m, &s->proj_res, st,
@@ -671,8 +677,7 @@ static double mean(const double *v, int n)
 	return n ? s / n : 0.0;
 }
 
-const char *const sim_class_names[SIM_NCLASSES] = {"1", "2-8", "9-64",
-						   ">64"};
+const char *const sim_class_names[SIM_NCLASSES] = {"1", "2-8", "9-64", ">64"};
 
 int sim_class_of(int gpus)
 {
@@ -743,9 +748,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.step_int = calloc((size_t)n + 1, sizeof(double));
 	s.step_last = calloc((size_t)n + 1, sizeof(double));
 	s.onfab = calloc((size_t)n + 1, 1);
-	if (!s.eng || !s.free || !s.proj || !map.stamp || !s.heap ||
-	    !s.queue || !s.bf || !s.net || !s.compute || !s.step_cur ||
-	    !s.step_int || !s.step_last || !s.onfab)
+	if (!s.eng || !s.free || !s.proj || !map.stamp || !s.heap || !s.queue ||
+	    !s.bf || !s.net || !s.compute || !s.step_cur || !s.step_int ||
+	    !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
 	if (s.pol) {
@@ -824,8 +829,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next_bf = INFINITY;
 		}
 		if (changed && s.nqueue && next_bf == INFINITY)
-			next_bf = (floor(now / o->bf_interval) + 1) *
-				  o->bf_interval;
+			next_bf =
+			    (floor(now / o->bf_interval) + 1) * o->bf_interval;
 		if (!rc)
 			rc = net_update(&s, now);
 		if (rc)

@@ -1,7 +1,9 @@
 #!/bin/bash
-# 35-baseline-crosscheck: islesim's `tree` and `block` baselines are
-# re-implementations of Slurm's topology/tree and topology/block; this test
-# checks them against the real plugins. One cluster file
+# 35-baseline-crosscheck: islesim's `tree`, `block` and `linear` baselines
+# are re-implementations of Slurm's topology/tree, topology/block and
+# cons_tres without a topology plugin (_eval_nodes_consec), `tree-sw` and
+# `block-seg` the same with --switches=1 and --segment (xc_job_args); this
+# test checks them against the real plugins. One cluster file
 # (tests/crosscheck/cluster.json: 16 nodes x 4 GPUs, NVLink domains of 2
 # nodes, leafs of 4, 2 spines) gives topology.conf (tree and block) and
 # gres.conf through islectl; the test cluster runs with each plugin, the
@@ -55,15 +57,32 @@ nodes=$(grep -c '"gpus":' "$cluster")
 table=$work/table
 summary=()
 bad=0
-for pol in ${XC_POLICIES:-tree block}; do
+for pol in ${XC_POLICIES:-tree block linear tree-sw block-seg}; do
 	decisions=0 partial=0
+	# linear: no topology plugin (cons_tres's _eval_nodes_consec); one CPU
+	# per GPU on nodes of 4, so that a node's CPUs are what its GPUs are
+	# tree-sw and block-seg: tree and block with what a careful user adds
+	# (xc_job_args: --switches=1, --segment=2)
+	base=${pol%-*}
+	topo=(--topology "$base" --topo-conf "$work/topology-$base.conf")
+	XC_SBATCH_EXTRA=
+	XC_JOB_ARGS=
+	case $pol in
+	linear)
+		topo=(--topology default --cpus 4)
+		XC_SBATCH_EXTRA=--cpus-per-gpu=1
+		;;
+	tree-sw | block-seg) XC_JOB_ARGS=$pol ;;
+	esac
 	for seq in "${seqs[@]}"; do
 		tag=$pol-$(basename "$seq" .txt)
-		isle_cluster_start --nodes "$nodes" --gpus 4 --topology "$pol" \
-			--topo-conf "$work/topology-$pol.conf" --gres-conf "$work/gres.conf" \
+		isle_cluster_start --nodes "$nodes" --gpus 4 "${topo[@]}" \
+			--gres-conf "$work/gres.conf" \
 			--slurm-extra "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0" ||
 			fail "$pol cluster did not start"
-		grep -q "topology/$pol" "$SLURM_CONF" || fail "slurm.conf lacks topology/$pol"
+		if [ "$pol" != linear ]; then
+			grep -q "topology/$base" "$SLURM_CONF" || fail "slurm.conf lacks topology/$base"
+		fi
 		xc_slurm_run "$seq" "$work/slurm-$tag" || fail "job sequence on topology/$pol"
 		isle_cluster_stop
 		xc_replay "$seq" "$work/slurm-$tag" "$pol" "$cluster" "$work/sim-$tag" ||

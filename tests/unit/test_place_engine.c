@@ -207,6 +207,68 @@ static void test_tp_stays_in_domain(void **state)
 	isle_topo_destroy(t);
 }
 
+/* A reservation (isle_place_later) takes the nodes busy now when they
+ * hold it at the start time, and is a plain placement when they do not. */
+static void test_place_later(void **state)
+{
+	isle_topo *t = tp_cluster(TP_NVSWITCH, 8, 4, 4);
+	isle_place_ctx *c;
+	struct isle_place_result r;
+	struct isle_place_req rq;
+	uint64_t later[8], now[8];
+	int i;
+
+	assert_non_null(t);
+	c = isle_place_create(t, NULL);
+	isle_place_result_init(&r);
+	/* all free at the start; now n04, n05 busy and n06 half busy */
+	for (i = 0; i < 8; i++) {
+		later[i] = 0xf;
+		now[i] = 0xf;
+	}
+	now[4] = now[5] = 0;
+	now[6] = 0x3;
+	isle_place_req_init(&rq);
+	rq.nodes = 2;
+	rq.gpus_per_node = 4;
+	assert_int_equal(isle_place_later(c, later, now, NULL, &rq, &r), 0);
+	rq.gpus = 8;
+	check_result(t, later, NULL, &rq, &r);
+	assert_int_equal(r.nodes[0], 4);
+	assert_int_equal(r.nodes[1], 5);
+	/* three nodes: the two busy ones, then the half-busy one */
+	rq.nodes = 3;
+	rq.gpus = 0;
+	assert_int_equal(isle_place_later(c, later, now, NULL, &rq, &r), 0);
+	assert_int_equal(r.nnodes, 3);
+	assert_int_equal(r.nodes[0], 4);
+	assert_int_equal(r.nodes[1], 5);
+	assert_int_equal(r.nodes[2], 6);
+	/* nothing busy now: the same answer as isle_place */
+	{
+		struct isle_place_result p;
+
+		isle_place_result_init(&p);
+		rq.nodes = 2;
+		assert_int_equal(
+		    isle_place_later(c, later, later, NULL, &rq, &r), 0);
+		assert_int_equal(isle_place(c, later, NULL, &rq, &p), 0);
+		assert_int_equal(r.nnodes, p.nnodes);
+		for (i = 0; i < r.nnodes; i++)
+			assert_int_equal(r.nodes[i], p.nodes[i]);
+		isle_place_result_fini(&p);
+	}
+	/* no room at the start: -ENOSPC with a reason */
+	for (i = 0; i < 8; i++)
+		later[i] = 0x1;
+	assert_int_equal(isle_place_later(c, later, now, NULL, &rq, &r),
+			 -ENOSPC);
+	assert_true(r.reason[0] != '\0');
+	isle_place_result_fini(&r);
+	isle_place_destroy(c);
+	isle_topo_destroy(t);
+}
+
 /* Same model, masks and request: the same answer, on the same context
  * and on a fresh one. */
 static void test_deterministic(void **state)
@@ -427,6 +489,7 @@ int main(void)
 	    cmocka_unit_test(test_release_and_eval),
 	    cmocka_unit_test(test_tp_stays_in_domain),
 	    cmocka_unit_test(test_deterministic),
+	    cmocka_unit_test(test_place_later),
 	    cmocka_unit_test(test_no_placement),
 	    cmocka_unit_test(test_bad_requests),
 	    cmocka_unit_test(test_names),

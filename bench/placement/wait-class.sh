@@ -1,8 +1,12 @@
 #!/bin/bash
-# 36-islesim-wait-class: isle does not buy large jobs' wait with small
-# jobs' (issue 25). islesim (Slurm's main scheduler and sched/backfill,
+# bench/placement/wait-class.sh (make bench-wait-class): the goal of issue
+# 25 judged on islesim's output: isle does not buy large jobs' wait with
+# small jobs'. Exit 0 when every bound holds, 1 when one is missed (a
+# benchmark's verdict, kept out of make test: the goal is not met yet),
+# 77 when islesim or the lingjun data is missing. islesim (Slurm's main scheduler and sched/backfill,
 # every policy on the same job stream) runs superpod, nvl72, pcie and
-# lingjun under the four published mixes (2,000 jobs, seed 1, load 0.9).
+# lingjun under the four published mixes (2,000 jobs, seed 1 or
+# WAIT_CLASS_SEED, load 0.9).
 # For every cluster and mix:
 #  - per size class (1, 2-8, 9-64, >64 GPUs), isle's mean wait is at most
 #    1.1 x the better of tree and block, plus 60 s;
@@ -15,6 +19,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+seed=${WAIT_CLASS_SEED:-1}
 sim=$repo/build/bin/islesim
 if [ ! -x "$sim" ]; then
 	echo "SKIP: build/bin/islesim not built (make)"
@@ -25,14 +30,14 @@ if [ ! -r "$data/clos/lingjun-2023-topo.csv" ]; then
 	echo "SKIP: $data/clos/lingjun-2023-topo.csv missing (ISLE_TEST_DATA)"
 	exit 77
 fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t36.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/isle-waitclass.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 bad=0
 for cluster in superpod nvl72 pcie lingjun; do
 	for mix in seren kalos philly helios; do
 		out=$work/$cluster-$mix.txt
-		"$sim" --cluster "$cluster" --mix "$mix" --jobs 2000 --seed 1 \
+		"$sim" --cluster "$cluster" --mix "$mix" --jobs 2000 --seed "$seed" \
 			--data "$data" >"$out" ||
 			{ echo "FAIL: islesim $cluster $mix"; exit 1; }
 		# columns: cluster mix policy step ... wait_gpu (9) ... then
