@@ -413,7 +413,8 @@ int isle__eval_nodes(topology_eval_t *te)
 	struct isle__job_opts o;
 	const struct isle_place_cand *engine_cands;
 	struct isle_place_cand *cands = NULL;
-	uint64_t *free_mask = NULL, *eligible = NULL;
+	uint64_t *free_mask = NULL, *free_now = NULL, *eligible = NULL;
+	bool later = false;
 	bitstr_t *chosen = NULL;
 	bitstr_t *req_map = job_ptr->details->req_node_bitmap;
 	enum isle__outcome out;
@@ -448,20 +449,30 @@ int isle__eval_nodes(topology_eval_t *te)
 	}
 
 	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
+	free_now = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
 	eligible = xcalloc((c->topo->nnodes + 63) / 64 + 1, sizeof(uint64_t));
 	for (int i = 0; next_node_bitmap(te->node_map, &i); i++) {
-		int m = (i < c->nslurm) ? c->slurm2model[i] : -1;
+		int m = (i < c->nslurm) ? c->slurm2model[i] : -1, total;
 
 		if (m < 0 || (req_map && !bit_test(req_map, i)))
 			continue;
 		free_mask[m] = _node_free_mask(te, i, c->topo->nodes[m].ngpus);
+		free_now[m] = isle__node_free_gpus(i, &total);
+		later |= (free_mask[m] & ~free_now[m]) != 0;
 		if (free_mask[m])
 			eligible[m / 64] |= 1ULL << (m % 64);
 	}
 
 	isle_place_result_init(&res);
 	slurm_mutex_lock(&c->lock);
-	rc = isle_place(c->place, free_mask, eligible, &req, &res);
+	/* A future start (backfill's will-run test, a submit test): the
+	 * reservation leaves the GPUs free now to jobs that start now, as
+	 * islesim's isle does. */
+	if (later)
+		rc = isle_place_later(c->place, free_mask, free_now, eligible,
+				      &req, &res);
+	else
+		rc = isle_place(c->place, free_mask, eligible, &req, &res);
 	/* Copy: the engine's array only lives until its next call. */
 	engine_cands = isle_place_candidates(c->place, &ncands);
 	if (ncands > 0) {
@@ -510,6 +521,7 @@ out:
 	isle_place_result_fini(&res);
 	xfree(cands);
 	xfree(free_mask);
+	xfree(free_now);
 	xfree(eligible);
 	return ret;
 }
