@@ -578,6 +578,19 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 	}
 	c->cal_pending = c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
 			 c->sync.size > 1;
+	/* The sizes below the probe's that the choice always gives to the
+	 * library, whatever the probe finds: a job-wide value (plan and
+	 * settings), so all ranks hand the same calls over. */
+	for (size_t b = 8; b < CAL_MIN; b *= 2) {
+		if (isle__choose_pm(c, b / 4, ISLE_DTYPE_F32, 0) !=
+			ISLE_ALGO_PASSTHROUGH ||
+		    isle__choose_pm(c, b / 8, ISLE_DTYPE_F64, 0) !=
+			ISLE_ALGO_PASSTHROUGH)
+			break;
+		c->small_pass = b;
+	}
+	if (c->sync.size < 2)
+		c->small_pass = 0;
 	describe(c);
 	if (c->cfg.async)
 		isle__async_start(c); /* stays NULL without THREAD_MULTIPLE */
