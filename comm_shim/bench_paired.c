@@ -6,8 +6,11 @@
  * MPICH (bench_paired_mpich); the shim comes in by LD_PRELOAD.
  *
  *   bench_paired --mpi openmpi|mpich --variants V,V,... [--min-bytes B]
- *                [--max-bytes B] [--iters N] [--warmup W]
+ *                [--max-bytes B] [--sizes B,B,...] [--iters N] [--warmup W]
  *                [--big-bytes B --big-iters N]
+ *
+ * Sizes: --min-bytes to --max-bytes in steps of 4, or the --sizes list
+ * (ascending, the largest at most --max-bytes).
  *
  * Variants:
  *   mpi_NAME    the library itself, called as PMPI_Allreduce (never
@@ -300,7 +303,10 @@ static double call(struct variant *v, const char *mpi, const float *in,
 
 int main(int argc, char **argv)
 {
-	const char *mpi = "openmpi", *list = "mpi_default,isle_none";
+	const char *mpi = "openmpi", *list = "mpi_default,isle_none",
+		   *sizes = NULL;
+	size_t sz[64];
+	int nsz = 0;
 	size_t min_b = 8, max_b = 256u << 20, big_b = SIZE_MAX;
 	int iters = 30, warmup = 3, big_iters = 30, provided, nv = 0, local;
 	struct variant v[MAXV] = {0};
@@ -324,6 +330,8 @@ int main(int argc, char **argv)
 			min_b = parse_size(a);
 		else if (!strcmp(k, "--max-bytes"))
 			max_b = parse_size(a);
+		else if (!strcmp(k, "--sizes"))
+			sizes = a;
 		else if (!strcmp(k, "--iters"))
 			iters = atoi(a);
 		else if (!strcmp(k, "--warmup"))
@@ -337,6 +345,18 @@ int main(int argc, char **argv)
 	}
 	if (iters < 1 || big_iters < 1 || warmup < 0 || min_b < 4)
 		die("bad --iters, --big-iters, --warmup or --min-bytes", NULL);
+	if (sizes) {
+		char *l = strdup(sizes), *sv = NULL;
+
+		for (char *s = strtok_r(l, ",", &sv); s && nsz < 64;
+		     s = strtok_r(NULL, ",", &sv))
+			if ((sz[nsz++] = parse_size(s)) < 4 || sz[nsz - 1] > max_b)
+				die("--sizes: each from 4 to --max-bytes: ", s);
+		free(l);
+	} else {
+		for (size_t b = min_b; b <= max_b && nsz < 64; b *= 4)
+			sz[nsz++] = b;
+	}
 	names = strdup(list);
 	for (char *s = strtok_r(names, ",", &save); s && nv < MAXV;
 	     s = strtok_r(NULL, ",", &save)) {
@@ -364,8 +384,8 @@ int main(int argc, char **argv)
 		ref[i / (size_t)size] = s;
 	}
 
-	for (size_t bytes = min_b; bytes <= max_b; bytes *= 4) {
-		size_t n = bytes / sizeof(float);
+	for (int si = 0; si < nsz; si++) {
+		size_t bytes = sz[si], n = bytes / sizeof(float);
 		int it = bytes >= big_b ? big_iters : iters;
 
 		for (int k = 0; k < nv; k++) {

@@ -355,18 +355,23 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 	isle_comm *c;
 	int rc;
 
-	/* Small sums on a communicator seen last: straight to the library,
-	 * unchanged (the same call on the same communicator). */
+	/* Sums on the communicator seen last that go to the library anyway
+	 * (the model's small_pass, or up to the probed crossover once the
+	 * probe has run: isle__choose gives both to the library): straight
+	 * there, unchanged (the same call on the same communicator). */
 	if (last.c && comm == last.comm && op == MPI_SUM && count > 0 &&
 	    (datatype == MPI_FLOAT || datatype == MPI_DOUBLE) &&
-	    (size_t)count * (datatype == MPI_DOUBLE ? 8 : 4) <=
-		last.c->small_pass &&
 	    last.gen == __atomic_load_n(&ctx_gen, __ATOMIC_ACQUIRE)) {
-		isle__stat_call((uint64_t)count *
-				    (datatype == MPI_DOUBLE ? 8 : 4),
-				0);
-		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op,
-				      comm);
+		size_t bytes = (size_t)count * (datatype == MPI_DOUBLE ? 8 : 4);
+		const isle_comm *lc = last.c;
+
+		if (bytes <= lc->small_pass ||
+		    (!lc->cal_pending && lc->cfg.algo == ISLE_ALGO_AUTO &&
+		     bytes <= lc->pass_max)) {
+			isle__stat_call(bytes, 0);
+			return PMPI_Allreduce(sendbuf, recvbuf, count,
+					      datatype, op, comm);
+		}
 	}
 	if (!applies(datatype, op, comm, count, &dt) ||
 	    ((rc = get_ctx(comm, &c)) == 0 && !c)) {
