@@ -51,6 +51,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 np=$((2 * ppn))
+# The checkout measured: read before the jobs run, not after.
+commit=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)
 shim=$B/lib/libisle_preload.so
 [ -f "$shim" ] && [ -x "$B/bench/bench_paired" ] || { echo "paired.sh: SKIP: not built" >&2; exit 77; }
 work=$(mktemp -d /tmp/isle-paired.XXXXXX)
@@ -114,7 +116,6 @@ fi
 
 # isle_none of the han job is a second sample of the same variant: kept
 # under its own name so that rows stay unique.
-commit=$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)
 mkdir -p "$(dirname "$out")"
 awk -v commit="$commit" -v idlef="$work/idle" -v mppn="$mppn" -v np="$np" '
 	function field(s, k,   m) {
