@@ -96,6 +96,9 @@ struct isle_comm {
 	int plans_differ; /* ranks loaded different plans: passthrough */
 	size_t pass_max;  /* auto: calibrated, up to this many bytes pass */
 	int cal_pending;  /* the probe waits for the first mid-size call */
+	/* Calls of up to this many bytes (either type) always go to the
+	 * library: the interposer hands them over at once (small_pass). */
+	size_t small_pass;
 	char desc[512];
 };
 

@@ -95,7 +95,14 @@ $(B)/bench/bench_comm: $(B)/comm_shim/bench_comm.o $(B)/libisle_comm.a \
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMM_LDLIBS)
 
 BENCHES += bench-comm
-.PHONY: bench-comm
-bench-comm: $(B)/bench/bench_comm
+.PHONY: bench-comm bench-comm-paired
+# First the paired measurement (bench/comm/paired.sh: every variant
+# interleaved in one job per MPI, Open MPI and MPICH, on this host), then the
+# emulated two-tier network.
+bench-comm: bench-comm-paired $(B)/bench/bench_comm
 	@B=$(CURDIR)/$(B) scripts/bench-comm.sh; rc=$$?; \
 		if [ $$rc = 77 ]; then echo "bench-comm: skipped"; else exit $$rc; fi
+bench-comm-paired: $(B)/bench/bench_paired $(B)/lib/libisle_preload.so \
+		$(if $(filter 1,$(HAVE_MPICH)),$(B)/bench/bench_paired_mpich)
+	@B=$(CURDIR)/$(B) bench/comm/paired.sh; rc=$$?; \
+		if [ $$rc = 77 ]; then echo "bench-comm-paired: skipped"; else exit $$rc; fi

@@ -122,6 +122,13 @@ bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libi
 	@B=$(CURDIR)/$(B) scripts/bench-converge.sh; rc=$$?; \
 		if [ $$rc = 77 ]; then echo "bench-converge: skipped"; else exit $$rc; fi
 
+# Paired benchmark: every variant interleaved in one job (make bench-comm).
+$(B)/comm_shim/bench_paired.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(B)/bench/bench_paired: $(B)/comm_shim/bench_paired.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
+all: $(B)/bench/bench_paired
+
 # Plan load time for a large job (prints, asserts nothing):
 #   build/tests/bench_plan 65536
 $(B)/comm_shim/bench_plan.o: CPPFLAGS += $(MPI_CPPFLAGS)
@@ -154,6 +161,10 @@ $(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
 all: $(B)/tests/comm_mpi_check_mpich
+$(B)/bench/bench_paired_mpich: $(B)/mpich/comm_shim/bench_paired.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
+all: $(B)/bench/bench_paired_mpich
 endif
 
 # GPU side: the CUDA codec backend, the NCCL backend, their GPU checks and

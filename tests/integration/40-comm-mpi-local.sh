@@ -106,11 +106,11 @@ expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
 	exact --sizes 67108864 --dtype float
 
 # --- the crossover probe runs at a communicator's first allreduce of
-# 4 KiB..1 MiB, once, and never where no call has such a size.
+# 256 B..1 MiB, once, and never where no call has such a size.
 probe_lines() { grep -c '^isle_comm: 8 ranks: crossover probed' "$T/out"; }
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,64,2097152 \
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,32,2097152 \
 	--dtype float && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
-	echo "ok   no crossover probe without a call of 4 KiB..1 MiB (1, 64, 2^21 floats)"
+	echo "ok   no crossover probe without a call of 256 B..1 MiB (1, 32, 2^21 floats)"
 else
 	echo "FAIL crossover probe without a mid-size call ($(probe_lines) probe lines)"
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
@@ -119,7 +119,7 @@ fi
 if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
 	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] &&
 	grep -q '^isle_comm: 8 ranks: crossover probed at the first allreduce of 16396 bytes' "$T/out"; then
-	echo "ok   one crossover probe, at the first call of 4 KiB..1 MiB: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
+	echo "ok   one crossover probe, at the first call of 256 B..1 MiB: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
 else
 	echo "FAIL crossover probe at the first mid-size call ($(probe_lines) probe lines)"
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10

@@ -58,17 +58,20 @@ N2="-N2 -n8 --ntasks-per-node=4 -w $n1,$n2"
 N3="-N3 -n8 --ntasks-per-node=3"
 unset ISLE_PLAN ISLE_COMM_CODEC ISLE_COMM_ALGO ISLE_COMM_DISABLE LD_PRELOAD
 
-# step NAME "SRUN OPTS" PRELOAD(1|0) [VAR=VALUE...] -- ARGS...: one srun
-# step; each task prints "MAP rank node localid", then runs the checker (the
-# preload is set for the checker only). Output in $T/NAME.out, rc returned.
-step() {
-	local name=$1 opts=$2 pre=$3 env=()
+# Relaunches (below): of steps with the shim preloaded, and of the same
+# launches without it. A crash on some launches only must not pass as a
+# wire-up failure: the shim's launches may need no more relaunches than the
+# same launches without the shim.
+relaunch_shim=0 relaunch_plain=0
+
+# launch NAME OPTS PRELOAD_PATH ENV... -- ARGS: up to 3 launches while one
+# fails before any of our code ran; sets rc, and tries (launches made).
+launch() {
+	local name=$1 opts=$2 preload=$3 env=()
 	shift 3
 	while [ "$1" != -- ]; do env+=("$1"); shift; done
 	shift
-	local preload="" start=$SECONDS rc try
-	[ "$pre" = 1 ] && preload=$SHIM
-	for try in 1 2 3; do
+	for tries in 1 2 3; do
 		# shellcheck disable=SC2086
 		env "${env[@]}" timeout 100 srun --mpi=pmix $opts \
 			--gpus-per-node=4 -m block --kill-on-bad-exit=1 \
@@ -82,15 +85,40 @@ step() {
 		# slurmstepd on a loaded 2-core host also fails a task launch
 		# now and then ("task N launch failed: Unspecified error").
 		# Nothing of ours ran yet then: launch again, say so.
-		if [ $rc -eq 0 ] || [ $try -eq 3 ] ||
+		if [ $rc -eq 0 ] || [ $tries -eq 3 ] ||
 			! grep -Eq 'Open MPI failed to TCP connect|task [0-9]+ launch failed|Segmentation fault' "$T/$name.out" ||
 			grep -Eq '^(isle_comm|exact|comm_mpi_check)' "$T/$name.out"; then
 			break
 		fi
 		echo "     step $name: launch failed before the shim ran ($(grep -Eo 'Open MPI failed to TCP connect|task [0-9]+ launch failed|Segmentation fault' "$T/$name.out" | head -1)): launch again"
+		cp "$T/$name.out" "$T/$name.try$tries.out" # shown at the end on failure
 	done
-	echo "     step $name: rc $rc, $((SECONDS - start)) s"
-	return $rc
+}
+
+# step NAME "SRUN OPTS" PRELOAD(1|0) [VAR=VALUE...] -- ARGS...: one srun
+# step; each task prints "MAP rank node localid", then runs the checker (the
+# preload is set for the checker only). Output in $T/NAME.out, rc returned.
+# A step with the shim that needed relaunches runs again without it (output
+# $T/NAME-noshim.out) to count what the same launch needs there.
+step() {
+	local name=$1 opts=$2 pre=$3 start=$SECONDS rc tries rc_shim tries_shim
+	shift 3
+	if [ "$pre" = 0 ]; then
+		launch "$name" "$opts" "" "$@"
+		relaunch_plain=$((relaunch_plain + tries - 1))
+		echo "     step $name: rc $rc, $((SECONDS - start)) s"
+		return $rc
+	fi
+	launch "$name" "$opts" "$SHIM" "$@"
+	rc_shim=$rc tries_shim=$tries
+	relaunch_shim=$((relaunch_shim + tries - 1))
+	if [ "$tries_shim" -gt 1 ]; then
+		launch "$name-noshim" "$opts" "" "$@"
+		relaunch_plain=$((relaunch_plain + tries - 1))
+		echo "     step $name: $((tries_shim - 1)) relaunches with the shim, $((tries - 1)) without"
+	fi
+	echo "     step $name: rc $rc_shim, $((SECONDS - start)) s"
+	return $rc_shim
 }
 
 # Worst relative error reported for the float checks of a run.
@@ -246,6 +274,12 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
 else
 	fail "hung rank 5: rc $rc"
 	tail -5 "$T/hang.out"
+fi
+
+if [ $relaunch_shim -gt $relaunch_plain ]; then
+	fail "steps with the shim needed $relaunch_shim relaunches, the same launches without it $relaunch_plain: a crash on some launches"
+else
+	echo "ok   relaunches: $relaunch_shim with the shim, $relaunch_plain for the same launches without it"
 fi
 
 if [ $fails -ne 0 ]; then
