@@ -12,18 +12,7 @@
 #include <json-c/json.h>
 
 #include "isle_exporter.h"
-
-static int errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+#include "isle_proto.h"
 
 /* --- GRES strings -------------------------------------------------------- */
 
@@ -134,19 +123,20 @@ int isle_exp_nodes_parse(const char *json, size_t len, const char *name,
 	if (!tok)
 		return -ENOMEM;
 	if (len > (size_t)INT32_MAX) {
-		rc = errf(-EINVAL, err, errlen, "%s: too large", name);
+		rc = isle__errf(-EINVAL, err, errlen, "%s: too large", name);
 		goto out;
 	}
 	root = json_tokener_parse_ex(tok, json, (int)len);
 	if (!root || json_tokener_get_error(tok) != json_tokener_success) {
-		rc = errf(-EINVAL, err, errlen, "%s: not JSON (%s)", name,
-			  json_tokener_error_desc(json_tokener_get_error(tok)));
+		rc = isle__errf(
+		    -EINVAL, err, errlen, "%s: not JSON (%s)", name,
+		    json_tokener_error_desc(json_tokener_get_error(tok)));
 		goto out;
 	}
 	if (!json_object_object_get_ex(root, "nodes", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
-		rc = errf(-EINVAL, err, errlen,
-			  "%s: $.nodes: missing or not an array", name);
+		rc = isle__errf(-EINVAL, err, errlen,
+				"%s: $.nodes: missing or not an array", name);
 		goto out;
 	}
 	n = json_object_array_length(arr);
@@ -163,8 +153,9 @@ int isle_exp_nodes_parse(const char *json, size_t len, const char *name,
 		if (!json_object_is_type(o, json_type_object) ||
 		    !json_object_object_get_ex(o, "name", &v) ||
 		    !json_object_is_type(v, json_type_string)) {
-			rc = errf(-EINVAL, err, errlen,
-				  "%s: $.nodes[%zu].name: missing", name, i);
+			rc = isle__errf(-EINVAL, err, errlen,
+					"%s: $.nodes[%zu].name: missing", name,
+					i);
 			goto out;
 		}
 		if (!(nd->name = strdup(json_object_get_string(v)))) {
@@ -176,19 +167,20 @@ int isle_exp_nodes_parse(const char *json, size_t len, const char *name,
 			? json_object_get_string(v)
 			: "";
 		if (isle_exp_gres_gpus(s, &nd->gpus)) {
-			rc = errf(-EINVAL, err, errlen,
-				  "%s: $.nodes[%zu].gres: cannot read '%s'",
-				  name, i, s);
+			rc = isle__errf(
+			    -EINVAL, err, errlen,
+			    "%s: $.nodes[%zu].gres: cannot read '%s'", name, i,
+			    s);
 			goto out;
 		}
 		s = json_object_object_get_ex(o, "gres_used", &v)
 			? json_object_get_string(v)
 			: "";
 		if (isle_exp_gres_gpus(s, &nd->used)) {
-			rc =
-			    errf(-EINVAL, err, errlen,
-				 "%s: $.nodes[%zu].gres_used: cannot read '%s'",
-				 name, i, s);
+			rc = isle__errf(
+			    -EINVAL, err, errlen,
+			    "%s: $.nodes[%zu].gres_used: cannot read '%s'",
+			    name, i, s);
 			goto out;
 		}
 		if (nd->used > nd->gpus)
@@ -305,10 +297,11 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 			if (!out->fallback &&
 			    (kv_long(buf, "GPUs", &out->gpus) ||
 			     kv_long(buf, "FreeGPUs", &out->free_gpus))) {
-				rc = errf(-EINVAL, err, errlen,
-					  "scontrol show topology: line %d: no "
-					  "GPUs= or FreeGPUs=",
-					  lineno);
+				rc = isle__errf(
+				    -EINVAL, err, errlen,
+				    "scontrol show topology: line %d: no "
+				    "GPUs= or FreeGPUs=",
+				    lineno);
 				goto fail;
 			}
 		} else if (!strncmp(buf, "IslandName=", 11)) {
@@ -318,10 +311,11 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 			if (kv(buf, "IslandName", val, sizeof(val)) ||
 			    kv_long(buf, "GPUs", &g) ||
 			    kv_long(buf, "FreeGPUs", &f) || f > g) {
-				rc = errf(-EINVAL, err, errlen,
-					  "scontrol show topology: line %d: "
-					  "island without GPUs= and FreeGPUs=",
-					  lineno);
+				rc = isle__errf(
+				    -EINVAL, err, errlen,
+				    "scontrol show topology: line %d: "
+				    "island without GPUs= and FreeGPUs=",
+				    lineno);
 				goto fail;
 			}
 			if (out->nislands == cap) {
@@ -355,9 +349,10 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 		}
 	}
 	if (!seen) {
-		rc = errf(-EINVAL, err, errlen,
-			  "scontrol show topology: no 'Topology=isle' line: "
-			  "slurmctld does not run topology/isle");
+		rc = isle__errf(
+		    -EINVAL, err, errlen,
+		    "scontrol show topology: no 'Topology=isle' line: "
+		    "slurmctld does not run topology/isle");
 		goto fail;
 	}
 	return 0;

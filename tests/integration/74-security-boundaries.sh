@@ -32,6 +32,16 @@ chmod 0755 "$work"
 trap 'rm -rf "$work"' EXIT
 isle_pt_gb200 "$work" 2 2 2
 
+# A one-node isle cluster whose spank_isle.so also gets ARGS; sets d.
+start_cluster() { # ARGS
+	isle_pt_plugstack "$work" "shim=$repo/build/lib/libisle_preload.so cluster=@ETC@/isle.json $1"
+	isle_cluster_start --nodes 1 --gpus 4 --topology isle --plugin-dir "$repo/build/slurm" \
+		--plugstack "$work/plugstack.conf" --etc-file "$work/isle.json" || fail "cluster did not start"
+	d=$ISLE_CLUSTER_DIR
+	chmod 0755 "$d"
+	mkdir -p "$d/jobs"
+}
+
 # A job of 4 tasks on one node's 4 GPUs (the plan's layout) printing what
 # each task got; held until the test has set the stage, then released.
 run_job() { # NAME -> prints the job id; output in $d/jobs/NAME.{out,err}
@@ -67,12 +77,7 @@ echo "ok: a hostile NIC name is refused, naming the field"
 # --- 1. a forged plan under a parent another user owns ----------------------
 mkdir -p "$work/shared"
 chown nobody "$work/shared"
-isle_pt_plugstack "$work" "shim=$repo/build/lib/libisle_preload.so agent=$repo/build/bin/isle-agent cluster=@ETC@/isle.json rundir=$work/shared/run/%n"
-isle_cluster_start --nodes 1 --gpus 4 --topology isle --plugin-dir "$repo/build/slurm" \
-	--plugstack "$work/plugstack.conf" --etc-file "$work/isle.json" || fail "cluster did not start"
-d=$ISLE_CLUSTER_DIR
-chmod 0755 "$d"
-mkdir -p "$d/jobs"
+start_cluster "agent=$repo/build/bin/isle-agent rundir=$work/shared/run/%n"
 j=$(run_job forged)
 node=n01
 runuser -u nobody -- sh -c "mkdir -p '$work/shared/run/$node/$j' &&
@@ -101,12 +106,7 @@ echo "ok: explain does not show a user's comment as isle's word"
 isle_cluster_stop
 
 # --- 5. a leftover directory while the agent fails -------------------------
-isle_pt_plugstack "$work" "shim=$repo/build/lib/libisle_preload.so agent=/bin/false cluster=@ETC@/isle.json rundir=$work/run/%n"
-isle_cluster_start --nodes 1 --gpus 4 --topology isle --plugin-dir "$repo/build/slurm" \
-	--plugstack "$work/plugstack.conf" --etc-file "$work/isle.json" || fail "cluster did not start"
-d=$ISLE_CLUSTER_DIR
-chmod 0755 "$d"
-mkdir -p "$d/jobs"
+start_cluster "agent=/bin/false rundir=$work/run/%n"
 j=$(run_job leftover)
 left=$work/run/n01/$j
 mkdir -p "$left"
