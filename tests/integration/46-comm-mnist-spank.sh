@@ -65,9 +65,12 @@ export OMPI_MCA_mpi_yield_when_idle=1
 # A loaded 2-core host now and then fails a task launch or Open MPI's TCP
 # wire-up before any of isle's code ran (41-comm-srun-pmix.sh): launch again.
 # The launches made go to NAME.tries: the run with the shim may need no more
-# than the same run without it (a crash on some launches must not pass).
+# relaunches after crashes than the same run without it (a crash on some
+# launches must not pass). Open MPI 4.1's own TCP wire-up failure ("connect()
+# to 127.0.0.1:P failed", then SIGSEGV; plain launches here too) goes to
+# NAME.wireup, reported and not compared (41-comm-srun-pmix.sh says why).
 run() {
-	local name=\$1 try rc out=$jobs/\$1.out
+	local name=\$1 try rc wire=0 out=$jobs/\$1.out
 	shift
 	for try in 1 2 3; do
 		timeout 300 env "\$@" srun --mpi=pmix --kill-on-bad-exit=1 $TRAIN --data $data \
@@ -76,10 +79,14 @@ run() {
 		[ \$rc = 0 ] && break
 		grep -Eq 'task [0-9]+ launch failed|Open MPI failed to TCP connect|Segmentation fault' \$out || break
 		grep -Eq '^(isle_comm|\\{)' \$out && break
+		grep -Eq 'Open MPI failed to TCP connect|connect\\(\\) to [0-9.]+:[0-9]+ failed' \$out &&
+			wire=\$((wire + 1))
+		cp \$out \$out.try\$try # shown on failure
 		echo "step \$name: launch failed before the shim ran, try \$try" >&2
 	done
 	echo \$rc >$jobs/\$name.rc
 	echo \$try >$jobs/\$name.tries
+	echo \$wire >$jobs/\$name.wireup
 }
 run int8 ISLE_COMM_DISABLE=0
 run plain ISLE_COMM_DISABLE=1
@@ -94,7 +101,10 @@ rc=$(cat "$jobs/int8.rc" 2>/dev/null || echo none)
 rc_plain=$(cat "$jobs/plain.rc" 2>/dev/null || echo none)
 tries=$(cat "$jobs/int8.tries" 2>/dev/null || echo 0)
 tries_plain=$(cat "$jobs/plain.tries" 2>/dev/null || echo 0)
-echo "     launches: $tries with the shim, $tries_plain for the same run without it"
+wire=$(cat "$jobs/int8.wireup" 2>/dev/null || echo 0)
+wire_plain=$(cat "$jobs/plain.wireup" 2>/dev/null || echo 0)
+crashes=$((tries - 1 - wire)) crashes_plain=$((tries_plain - 1 - wire_plain))
+echo "     launches: $tries with the shim, $tries_plain for the same run without it; relaunches after crashes $crashes / $crashes_plain, after Open MPI TCP wire-up failures (not compared) $wire / $wire_plain"
 line=$(grep -m1 '^{"codec"' "$out")
 loss=$(sed -n 's/.*"train_loss": \([0-9.]*\).*/\1/p' <<<"$line")
 loss_plain=$(sed -n 's/.*"train_loss": \([0-9.]*\).*/\1/p' "$jobs/plain.out")
@@ -106,16 +116,19 @@ echo "     $line"
 echo "     plain MPI (ISLE_COMM_DISABLE=1): train_loss $loss_plain"
 if [ "$rc" = 0 ] && [ -n "$engaged" ] && [ "$agree" = 1 ] &&
 	[ "$rc_plain" = 0 ] && [ -n "$loss_plain" ] && [ "$loss" != "$loss_plain" ] &&
-	[ "$tries" -ge 1 ] && [ "$tries" -le "$tries_plain" ] &&
+	[ "$tries" -ge 1 ] && [ "$crashes" -le "$crashes_plain" ] &&
 	! grep -q '^isle_comm: ' "$jobs/plain.out" &&
 	awk -v a="$acc" 'BEGIN { exit !(a != "" && a > 0.5) }'; then
 	echo "ok   Fashion-MNIST, 8 ranks, int8 through the injected shim: test accuracy $acc, weights identical on every rank"
 	echo "46-comm-mnist-spank: PASS"
 	exit 0
 fi
-echo "FAIL Fashion-MNIST through the shim (rc $rc / plain $rc_plain, loss $loss vs plain $loss_plain, accuracy '${acc}', params_agree '${agree}', launches $tries with the shim / $tries_plain without)"
+echo "FAIL Fashion-MNIST through the shim (rc $rc / plain $rc_plain, loss $loss vs plain $loss_plain, accuracy '${acc}', params_agree '${agree}', relaunches after crashes $crashes with the shim / $crashes_plain without)"
 grep -Ev '^\s*$' "$out" | tail -20 | sed 's/^/     /'
 sed 's/^/job: /' "$jobs/job.out" "$jobs/job.err" 2>/dev/null | tail -10
+for f in "$jobs"/*.out.try*; do
+	if [ -f "$f" ]; then echo "--- $f"; tail -15 "$f"; fi
+done
 isle_cluster_logs 10
 echo "46-comm-mnist-spank: FAILED"
 exit 1
