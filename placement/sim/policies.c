@@ -747,14 +747,16 @@ int sim_release_parse(const char *s)
 	return -EINVAL;
 }
 
-/* Slurm 26.05's _get_one_res: one node, the first that fits. */
+/* Slurm 26.05's _get_one_res: one node, the first that fits, wherever the
+ * topology plugin allows it (tree, block and flat, which is linear's). */
 static bool one_node_first_fit(const struct sim_policy_ctx *pc,
 			       const struct isle_place_req *req)
 {
 	if (pc->release < 2605 || req->nodes != 1)
 		return false;
 	return pc->p == SIM_TREE || pc->p == SIM_TREE_SW ||
-	       pc->p == SIM_BLOCK || pc->p == SIM_BLOCK_SEG;
+	       pc->p == SIM_BLOCK || pc->p == SIM_BLOCK_SEG ||
+	       pc->p == SIM_LINEAR;
 }
 
 int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
