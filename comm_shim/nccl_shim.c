@@ -751,8 +751,8 @@ static void report_call(const struct hier *h, size_t bytes, int taken)
 		nreport.taken[k]++;
 		nreport.codecs[ISLE_SCOPE_JOB] |= 1u << h->codec.kind;
 		nreport.codecs[cfg_plan ? cfg_plan->levels[0].scope
-					: ISLE_SCOPE_NODE] |= 1u
-							      << ISLE_CODEC_NONE;
+					: ISLE_SCOPE_NODE] |=
+		    1u << ISLE_CODEC_NONE;
 	} else {
 		nreport.passed[k]++;
 	}
@@ -763,10 +763,8 @@ static void report_write(void)
 {
 	const char *file = getenv(ISLE_REPORT_FILE_ENV),
 		   *line = getenv(ISLE_REPORT_ENV);
-	char buf[2048], tmp[4352];
+	char buf[2048], err[4400];
 	struct isle_report r;
-	FILE *f;
-	int bad;
 
 	pthread_mutex_lock(&nreport_mu);
 	r = nreport;
@@ -777,17 +775,8 @@ static void report_write(void)
 	}
 	if (!file || !*file)
 		return;
-	snprintf(tmp, sizeof(tmp), "%s.new", file);
-	if (!(f = fopen(tmp, "we"))) {
-		fprintf(stderr, "isle_nccl: cannot write report %s\n", tmp);
-		return;
-	}
-	bad = isle_report_write(&r, f) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, file)) {
-		fprintf(stderr, "isle_nccl: cannot write report %s\n", file);
-		unlink(tmp);
-	}
+	if (isle_report_save(&r, file, err, sizeof(err)))
+		fprintf(stderr, "isle_nccl: %s\n", err);
 }
 
 /* Whether this call takes the hierarchical path. */
@@ -817,11 +806,11 @@ SHIM_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
 	size_t es = datatype == ncclFloat64 || datatype == ncclInt64 ||
 			    datatype == ncclUint64
 			? 8
-			: datatype == ncclFloat32 || datatype == ncclInt32 ||
-				  datatype == ncclUint32
-			    ? 4
-			: datatype == ncclInt8 || datatype == ncclUint8 ? 1
-									: 2;
+		    : datatype == ncclFloat32 || datatype == ncclInt32 ||
+			    datatype == ncclUint32
+			? 4
+		    : datatype == ncclInt8 || datatype == ncclUint8 ? 1
+								    : 2;
 	struct hier *h = NULL;
 
 	if (!real_ready())

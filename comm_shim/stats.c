@@ -134,14 +134,13 @@ static int env_flag(const char *name)
 void isle__report_finalize(void)
 {
 	const char *file = getenv(ISLE_REPORT_FILE_ENV);
-	int line = env_flag(ISLE_REPORT_ENV), me = 0, bad;
+	int line = env_flag(ISLE_REPORT_ENV), me = 0;
 	enum { NSUM = 2 * ISLE_REPORT_TIERS + 1 };
 	uint64_t sum[NSUM], sumr[NSUM], mx[2 * ISLE_REPORT_CLASSES + 1],
 	    mxr[2 * ISLE_REPORT_CLASSES + 1];
 	unsigned codecs[ISLE_REPORT_TIERS];
 	struct isle_report r = {.api = "mpi"};
-	char buf[2048], tmp[4352];
-	FILE *f;
+	char buf[2048], err[4400];
 
 	/* The environment is the job's, the same on every rank. */
 	if (!line && !(file && *file))
@@ -188,17 +187,6 @@ void isle__report_finalize(void)
 	}
 	if (!file || !*file)
 		return;
-	/* Whole or not at all: a reader never sees half a report. */
-	snprintf(tmp, sizeof(tmp), "%s.new", file);
-	if (!(f = fopen(tmp, "we"))) {
-		fprintf(stderr, "isle_comm: cannot write report %s: %s\n", tmp,
-			strerror(errno));
-		return;
-	}
-	bad = isle_report_write(&r, f) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, file)) {
-		fprintf(stderr, "isle_comm: cannot write report %s\n", file);
-		unlink(tmp);
-	}
+	if (isle_report_save(&r, file, err, sizeof(err)))
+		fprintf(stderr, "isle_comm: %s\n", err);
 }

@@ -433,6 +433,10 @@ ISLE_EXPORT uint64_t isle_report_class_min(int k);
 
 /* Writes r as one JSON object (plain stdio, no JSON library). 0 or -EIO. */
 ISLE_EXPORT int isle_report_write(const struct isle_report *r, FILE *f);
+/* Writes r to path whole or not at all (path.new, then renamed): a reader
+ * never sees half a report. 0, or -errno with err naming the file. */
+ISLE_EXPORT int isle_report_save(const struct isle_report *r, const char *path,
+				 char *err, size_t errlen);
 /* The ISLE_REPORT=1 line (no newline) into buf; length as snprintf. */
 ISLE_EXPORT int isle_report_line(const struct isle_report *r, char *buf,
 				 size_t len);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -55,19 +56,41 @@ int isle_report_write(const struct isle_report *r, FILE *f)
 			r->sent[t], r->library[t]);
 		for (int c = 0; c < ISLE_CODEC_COUNT; c++)
 			if (r->codecs[t] & (1u << c)) {
-				fprintf(f, "%s\"%s\"", c1 ? "" : ", ",
-					isle_codec_kind_name((isle_codec_kind)c));
+				fprintf(
+				    f, "%s\"%s\"", c1 ? "" : ", ",
+				    isle_codec_kind_name((isle_codec_kind)c));
 				c1 = 0;
 			}
 		fprintf(f, "]}");
 		first = 0;
 	}
 	isle_fmt_double(num, sizeof(num), r->probe_s);
-	fprintf(f,
-		"%s],\n \"probe\": {\"bytes\": %" PRIu64
-		", \"seconds\": %s}}\n",
-		first ? "" : "\n ", r->probe_bytes, num);
+	fprintf(
+	    f, "%s],\n \"probe\": {\"bytes\": %" PRIu64 ", \"seconds\": %s}}\n",
+	    first ? "" : "\n ", r->probe_bytes, num);
 	return ferror(f) ? -EIO : 0;
+}
+
+int isle_report_save(const struct isle_report *r, const char *path, char *err,
+		     size_t errlen)
+{
+	char tmp[4352];
+	FILE *f;
+	int bad;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
+		return errf(-ENAMETOOLONG, err, errlen,
+			    "cannot write report %s: name too long", path);
+	if (!(f = fopen(tmp, "we")))
+		return errf(-errno, err, errlen, "cannot write report %s: %s",
+			    tmp, strerror(errno));
+	bad = isle_report_write(r, f) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path)) {
+		unlink(tmp);
+		return errf(-EIO, err, errlen, "cannot write report %s", path);
+	}
+	return 0;
 }
 
 int isle_report_line(const struct isle_report *r, char *buf, size_t len)
@@ -86,12 +109,10 @@ int isle_report_line(const struct isle_report *r, char *buf, size_t len)
 	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
 		if (!r->sent[t] && !r->library[t] && !r->codecs[t])
 			continue;
-		o += (size_t)snprintf(buf + (o < len ? o : len),
-				      o < len ? len - o : 0,
-				      "; %s %" PRIu64 " B sent (library %" PRIu64
-				      " B)",
-				      isle_scope_name((isle_scope)t), r->sent[t],
-				      r->library[t]);
+		o += (size_t)snprintf(
+		    buf + (o < len ? o : len), o < len ? len - o : 0,
+		    "; %s %" PRIu64 " B sent (library %" PRIu64 " B)",
+		    isle_scope_name((isle_scope)t), r->sent[t], r->library[t]);
 		for (int c = 0; c < ISLE_CODEC_COUNT; c++)
 			if (r->codecs[t] & (1u << c))
 				o += (size_t)snprintf(
@@ -107,8 +128,7 @@ int isle_report_line(const struct isle_report *r, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- reader */
 
-static int get(json_object *o, const char *key, json_type want,
-	       json_object **v)
+static int get(json_object *o, const char *key, json_type want, json_object **v)
 {
 	if (!json_object_object_get_ex(o, key, v) || !*v)
 		return 0;
