@@ -71,7 +71,7 @@ BEGIN {
 		printf "IslandName=nvl%d Type=nvlink-domain Nodes=n[%05d-%05d] GPUs=%d FreeGPUs=%d\n",
 			d, a, b, g, f >tf
 	}
-	printf "IsleEval Calls=51200 MeanUs=350 P50Us=330 P99Us=1900 MaxUs=9800\n" >tf
+	printf "IsleEval Calls=51200 MeanUs=350 P50Us=330 P99Us=1900 MaxUs=9800 SumUs=17920000 BucketsUs=50:0,100:0,250:9000,500:40000,1000:48000,2500:51000,5000:51100,10000:51200,25000:51200,50000:51200,100000:51200,250000:51200,1000000:51200,+Inf:51200\n" >tf
 }'
 # scontrol show node --json: the real node object per node.
 jq -n --argjson n "$NODES" --slurpfile t "$repo/exporter/bench-node.json" '

@@ -61,6 +61,9 @@ int isle_exp_gres_gpus(const char *gres, int *count);
 
 /* ------------------------------------------------- scontrol show topology */
 
+/* The most bounds an IsleEval line's BucketsUs= may have. */
+#define ISLE_EXP_EVAL_MAX_BOUNDS 32
+
 struct isle_exp_island {
 	char *name;
 	int multi; /* nvlink-domain (several nodes) */
@@ -75,7 +78,13 @@ struct isle_exp_topo {
 	struct isle_exp_island *islands;
 	int have_eval; /* the IsleEval line */
 	uint64_t eval_calls, eval_mean_us, eval_p50_us, eval_p99_us,
-	    eval_max_us;
+	    eval_max_us, eval_sum_us;
+	/* Its histogram (BucketsUs=): cumulative counts at upper bounds in
+	 * us, ascending, +Inf (the call count) not included. neval_le 0:
+	 * a plugin without buckets; eval_sum_us is then mean x calls. */
+	int neval_le;
+	uint64_t eval_le_us[ISLE_EXP_EVAL_MAX_BOUNDS],
+	    eval_le_count[ISLE_EXP_EVAL_MAX_BOUNDS];
 };
 
 /* Parses topology/isle's `scontrol show topology` text. -EINVAL (err says

@@ -262,22 +262,21 @@ static void gpus(struct sb *b, enum isle_exp_format f,
 static void eval(struct sb *b, enum isle_exp_format f,
 		 const struct isle_exp_topo *st)
 {
-	family(b, f, "isle_eval_duration_seconds", SUMMARY, "seconds",
+	family(b, f, "isle_eval_duration_seconds", HISTOGRAM, "seconds",
 	       "Node selections topology/isle (or its fallback) made since "
-	       "slurmctld started, timed (its IsleEval line; quantiles are "
-	       "histogram bucket middles, within 6.25%).");
-	if (st->eval_calls) {
-		sb_printf(b, "isle_eval_duration_seconds{quantile=\"0.5\"} ");
-		sb_double(b, (double)st->eval_p50_us / 1e6);
-		sb_printf(b,
-			  "\nisle_eval_duration_seconds{quantile=\"0.99\"} ");
-		sb_double(b, (double)st->eval_p99_us / 1e6);
-		sb_printf(b, "\n");
+	       "slurmctld started, timed (its IsleEval line; a call counts "
+	       "toward a bound only when its log-linear bucket, 12.5% wide, "
+	       "lies wholly below it).");
+	for (int i = 0; i < st->neval_le; i++) {
+		sb_printf(b, "isle_eval_duration_seconds_bucket{le=\"");
+		sb_double(b, (double)st->eval_le_us[i] / 1e6);
+		sb_printf(b, "\"} %llu\n",
+			  (unsigned long long)st->eval_le_count[i]);
 	}
-	/* The line has the mean in whole us: the sum is good to 1 us a
-	 * call. */
+	sb_printf(b, "isle_eval_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+		  (unsigned long long)st->eval_calls);
 	sb_printf(b, "isle_eval_duration_seconds_sum ");
-	sb_double(b, (double)st->eval_mean_us * (double)st->eval_calls / 1e6);
+	sb_double(b, (double)st->eval_sum_us / 1e6);
 	sb_printf(b, "\nisle_eval_duration_seconds_count %llu\n",
 		  (unsigned long long)st->eval_calls);
 	family(b, f, "isle_eval_duration_max_seconds", GAUGE, "seconds",

@@ -260,6 +260,46 @@ static int kv_u64(const char *line, const char *key, uint64_t *out)
 	return 0;
 }
 
+/* BucketsUs=LE:N,...,+Inf:N of an IsleEval line: bounds ascending,
+ * counts cumulative, +Inf the call count. No BucketsUs= is not an error
+ * (neval_le 0). */
+static int eval_buckets(const char *line, struct isle_exp_topo *out)
+{
+	char val[2048], *p = val, *e;
+	uint64_t prev_le = 0, prev_n = 0;
+
+	if (kv(line, "BucketsUs", val, sizeof(val)))
+		return 0;
+	for (;;) {
+		uint64_t le, n;
+
+		if (!strncmp(p, "+Inf:", 5)) {
+			if (!isdigit((unsigned char)p[5]))
+				return -EINVAL;
+			errno = 0;
+			n = strtoull(p + 5, &e, 10);
+			return errno || *e || n != out->eval_calls ||
+				       n < prev_n
+				   ? -EINVAL
+				   : 0;
+		}
+		if (out->neval_le == ISLE_EXP_EVAL_MAX_BOUNDS ||
+		    !isdigit((unsigned char)*p))
+			return -EINVAL;
+		errno = 0;
+		le = strtoull(p, &e, 10);
+		if (errno || *e != ':' || !isdigit((unsigned char)e[1]) ||
+		    (out->neval_le && le <= prev_le))
+			return -EINVAL;
+		n = strtoull(e + 1, &e, 10);
+		if (errno || *e != ',' || n < prev_n)
+			return -EINVAL;
+		out->eval_le_us[out->neval_le] = prev_le = le;
+		out->eval_le_count[out->neval_le++] = prev_n = n;
+		p = e + 1;
+	}
+}
+
 int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 			size_t errlen)
 {
@@ -346,6 +386,12 @@ int isle_exp_topo_parse(const char *text, struct isle_exp_topo *out, char *err,
 			     kv_u64(buf, "P99Us", &out->eval_p99_us) ||
 			     kv_u64(buf, "MaxUs", &out->eval_max_us)))
 				out->have_eval = 0;
+			out->neval_le = 0;
+			if (kv_u64(buf, "SumUs", &out->eval_sum_us))
+				out->eval_sum_us =
+				    out->eval_mean_us * out->eval_calls;
+			else if (out->have_eval && eval_buckets(buf, out))
+				out->have_eval = 0; /* not the plugin's */
 		}
 	}
 	if (!seen) {

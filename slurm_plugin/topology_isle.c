@@ -100,25 +100,55 @@ static uint64_t _eval_pct(const uint64_t *hist, uint64_t n, double q)
 	return 0;
 }
 
-/* "Calls=N MeanUs=M P50Us=A P99Us=B MaxUs=C" (xfree it). Percentiles are
- * bucket middles (within 6.25% of the true value), at most the max. */
+/* "Calls=N MeanUs=M P50Us=A P99Us=B MaxUs=C SumUs=S BucketsUs=50:n,...,
+ * +Inf:N" (xfree it). Percentiles are bucket middles (within 6.25% of the
+ * true value), at most the max. A bucket counts toward a bound only when
+ * its upper edge is within it, so the cumulative counts are never
+ * overstated (up to 12.5% of a bound's calls land in the next one). */
 char *isle__eval_stats_str(void)
 {
-	uint64_t hist[EVAL_NBUCKETS], n = 0, sum, max;
+	static const uint64_t le_us[] = {50,	100,   250,    500,    1000,
+					 2500,	5000,  10000,  25000,  50000,
+					 100000, 250000, 1000000};
+	uint64_t hist[EVAL_NBUCKETS], n = 0, sum, max, seen = 0;
+	char *s;
+	int b = 0;
 
-	for (int b = 0; b < EVAL_NBUCKETS; b++) {
-		hist[b] = __atomic_load_n(&eval_hist[b], __ATOMIC_RELAXED);
-		n += hist[b];
+	for (int i = 0; i < EVAL_NBUCKETS; i++) {
+		hist[i] = __atomic_load_n(&eval_hist[i], __ATOMIC_RELAXED);
+		n += hist[i];
 	}
 	sum = __atomic_load_n(&eval_sum_us, __ATOMIC_RELAXED);
 	max = __atomic_load_n(&eval_max_us, __ATOMIC_RELAXED);
 	if (!n)
-		return xstrdup("Calls=0");
-	return xstrdup_printf("Calls=%" PRIu64 " MeanUs=%" PRIu64
-			      " P50Us=%" PRIu64 " P99Us=%" PRIu64
-			      " MaxUs=%" PRIu64,
-			      n, sum / n, MIN(_eval_pct(hist, n, 0.50), max),
-			      MIN(_eval_pct(hist, n, 0.99), max), max);
+		s = xstrdup("Calls=0 SumUs=0");
+	else
+		s = xstrdup_printf("Calls=%" PRIu64 " MeanUs=%" PRIu64
+				   " P50Us=%" PRIu64 " P99Us=%" PRIu64
+				   " MaxUs=%" PRIu64 " SumUs=%" PRIu64,
+				   n, sum / n,
+				   MIN(_eval_pct(hist, n, 0.50), max),
+				   MIN(_eval_pct(hist, n, 0.99), max), max,
+				   sum);
+	for (size_t i = 0; i < ARRAY_SIZE(le_us); i++) {
+		for (; b < EVAL_NBUCKETS; b++) {
+			/* the bucket's exclusive upper edge */
+			uint64_t w = b < EVAL_LIN ? 1
+						  : 1ull << ((b - EVAL_LIN) /
+							     EVAL_SUB + 1);
+			uint64_t edge = b < EVAL_LIN
+					    ? (uint64_t)b + 1
+					    : _eval_bucket_mid(b) + w / 2;
+
+			if (edge > le_us[i])
+				break;
+			seen += hist[b];
+		}
+		xstrfmtcat(s, "%s%" PRIu64 ":%" PRIu64, i ? "," : " BucketsUs=",
+			   le_us[i], seen);
+	}
+	xstrfmtcat(s, ",+Inf:%" PRIu64, n);
+	return s;
 }
 
 int isle__topo_init(void)

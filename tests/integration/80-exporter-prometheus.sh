@@ -148,6 +148,9 @@ want 'isle_fragmentation_ratio' 0
 [ "$(pq 'resets(isle_decisions_total{outcome="placed"}[5m])')" = 0 ] || fail "decisions counter reset"
 [ "$(pq 'increase(isle_decisions_total{outcome="placed"}[5m]) > 0')" != "" ] || fail "no increase of placed decisions"
 want_some 'isle_eval_duration_seconds_count > 0'
+# The histogram: +Inf is the count; the plugin's fixed bounds are there.
+want_some 'isle_eval_duration_seconds_bucket{le="+Inf"} == on() isle_eval_duration_seconds_count'
+want 'count(isle_eval_duration_seconds_bucket)' 14
 want 'isle_fallback' 0
 
 # --- 3. rules -----------------------------------------------------------------

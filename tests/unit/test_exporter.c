@@ -102,7 +102,8 @@ static const char topo_ok[] =
     "IslandName=nvl1 Type=nvlink-domain Nodes=n[01-02] GPUs=8 FreeGPUs=2\n"
     "IslandName=nvl2 Type=nvlink-domain Nodes=n[03-04] GPUs=8 FreeGPUs=8\n"
     "SwitchName=leaf1 Level=leaf Nodes=n[01-04] GPUs=16 FreeGPUs=10\n"
-    "IsleEval Calls=5120 MeanUs=210 P50Us=68 P99Us=4352 MaxUs=9187\n";
+    "IsleEval Calls=5120 MeanUs=210 P50Us=68 P99Us=4352 MaxUs=9187 "
+    "SumUs=1075300 BucketsUs=50:1000,100:3000,5000:5100,+Inf:5120\n";
 
 static void test_topology(void **state)
 {
@@ -127,7 +128,43 @@ static void test_topology(void **state)
 	assert_int_equal(t.have_eval, 1);
 	assert_int_equal(t.eval_calls, 5120);
 	assert_int_equal(t.eval_p99_us, 4352);
+	assert_int_equal(t.eval_sum_us, 1075300);
+	assert_int_equal(t.neval_le, 3);
+	assert_int_equal(t.eval_le_us[2], 5000);
+	assert_int_equal(t.eval_le_count[2], 5100);
 	isle_exp_topo_free(&t);
+
+	/* A plugin without buckets: no bounds, the sum from the mean. */
+	assert_int_equal(
+	    isle_exp_topo_parse("Topology=isle Status=ok GPUs=4 FreeGPUs=4\n"
+				"IsleEval Calls=10 MeanUs=7 P50Us=6 P99Us=9 "
+				"MaxUs=9\n",
+				&t, err, sizeof(err)),
+	    0);
+	assert_int_equal(t.have_eval, 1);
+	assert_int_equal(t.neval_le, 0);
+	assert_int_equal(t.eval_sum_us, 70);
+	isle_exp_topo_free(&t);
+
+	/* Buckets that are not cumulative, not ascending or not ending in
+	 * the call count: the line is left out, the rest still reads. */
+	static const char *const bad[] = {
+	    "50:5,100:4,+Inf:10", "100:1,50:2,+Inf:10", "50:1,100:2,+Inf:9",
+	    "50:1,100:2",	  "50:x,+Inf:10",	"50:1,,+Inf:10",
+	    "-5:1,+Inf:10",	  "50:1,+Inf:10x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[256];
+
+		snprintf(text, sizeof(text),
+			 "Topology=isle Status=ok GPUs=4 FreeGPUs=4\n"
+			 "IsleEval Calls=10 MeanUs=7 P50Us=6 P99Us=9 MaxUs=9 "
+			 "SumUs=70 BucketsUs=%s\n",
+			 bad[i]);
+		assert_int_equal(isle_exp_topo_parse(text, &t, err, sizeof(err)),
+				 0);
+		assert_int_equal(t.have_eval, 0);
+		isle_exp_topo_free(&t);
+	}
 
 	assert_int_equal(isle_exp_topo_parse(fb, &t, err, sizeof(err)), 0);
 	assert_int_equal(t.fallback, 1);
@@ -409,9 +446,14 @@ static void test_render(void **state)
 	assert_true(has_line(om, "isle_decisions_total{outcome=\"placed\"} 3"));
 	assert_true(has_line(om, "isle_tp_groups_split_total 1"));
 	assert_true(has_line(om, "# UNIT isle_eval_duration_seconds seconds"));
-	assert_true(has_line(om,
-			     "isle_eval_duration_seconds{quantile=\"0.99\"} "
-			     "0.004352"));
+	assert_true(has_line(om, "# TYPE isle_eval_duration_seconds histogram"));
+	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"5e-05\"} "
+				 "1000"));
+	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"0.005\"} "
+				 "5100"));
+	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"+Inf\"} "
+				 "5120"));
+	assert_true(has_line(om, "isle_eval_duration_seconds_sum 1.0753"));
 	assert_true(has_line(om, "isle_eval_duration_seconds_count 5120"));
 	assert_true(has_line(om, "isle_islands{island_gpus=\"8\"} 2"));
 	assert_true(has_line(om, "isle_islands_free{island_gpus=\"8\"} 1"));
