@@ -162,8 +162,10 @@ int isle__rundir_open_root(const char *root, char *err, size_t errlen);
  * the caller (root) and group root, 0600 files in a 0700 directory, and
  * reader (the job's user; (uid_t)-1 or the caller: none) gets read access
  * through a POSIX ACL entry, on the directory only once complete: the
- * job's user, and no other, reads the plan but writes nothing, so nothing
- * of theirs outlives the job. -EOPNOTSUPP on a file system without ACLs.
+ * job's user, and no other, reads the plan. The one thing it can write
+ * is ISLE_RUNDIR_REPORT_DIR, a 0700 directory of its own for the shim's
+ * report, removed with the rest at job end. -EOPNOTSUPP on a file system
+ * without ACLs.
  * On failure nothing is left behind.
  */
 int isle__rundir_write(int rootfd, const char *id, uid_t reader,

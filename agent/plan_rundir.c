@@ -1,7 +1,8 @@
 /*
  * plan_rundir.c - the job's run directory, created and removed as root.
  *
- * <root>/<id>/ and its files stay owned by root:root; the job's user, and
+ * <root>/<id>/ and its files stay owned by root:root (but for report/, the
+ * job user's, where the shim leaves its report); the job's user, and
  * nobody else, reads them through a POSIX ACL entry of its own (a group,
  * even the job's, may hold other users). Nothing here trusts what it
  * finds: a directory may be left from an older version that handed it to
@@ -114,6 +115,22 @@ static int write_file(int dfd, const struct isle__rundir_file *f, uid_t reader)
 	return rc;
 }
 
+static int make_report_dir(int dfd, uid_t owner)
+{
+	int fd, rc = 0;
+
+	if (mkdirat(dfd, ISLE_RUNDIR_REPORT_DIR, DIR_MODE))
+		return -errno;
+	fd = openat(dfd, ISLE_RUNDIR_REPORT_DIR,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((geteuid() == 0 && fchown(fd, owner, 0)) || fchmod(fd, DIR_MODE))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 int isle__rundir_write(int rootfd, const char *id, uid_t reader,
 		       const struct isle__rundir_file *files, int nfiles,
 		       char *err, size_t errlen)
@@ -151,6 +168,12 @@ int isle__rundir_write(int rootfd, const char *id, uid_t reader,
 			goto fail;
 		}
 	}
+	/* The one place the job may write: the shim's report, collected
+	 * by root at job end (isle_report_collect). Owned by the job's
+	 * user, so the job directory itself stays root's. */
+	what = ISLE_RUNDIR_REPORT_DIR;
+	if (reader != (uid_t)-1 && (rc = make_report_dir(dfd, reader)))
+		goto fail;
 	/* The reader gets the directory only now that it is complete. */
 	what = "ACL";
 	if (needs_acl(reader) && (rc = grant_reader(dfd, reader, 1)))

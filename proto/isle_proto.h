@@ -24,7 +24,11 @@
  *                   store's reload after a restart)
  *   shim report     ISLE_REPORT_FILE: struct isle_report, written by the
  *                   shim's MPI and NCCL backends (isle_report_write),
- *                   read by isle_report_read; docs/comm-shim.md
+ *                   read by isle_report_read; docs/comm-shim.md;
+ *                   collected by the SPANK epilog from the job's run dir
+ *                   (isle_report_collect) into root's reports directory
+ *                   (isle_report_store), read there by isle-exporter and
+ *                   `islectl explain`
  *
  * The library (libisle_proto.a) needs libc and json-c only: no Slurm, no
  * MPI, no other isle module, so the shim, the agent, the Slurm plugins and
@@ -48,6 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -440,12 +445,63 @@ ISLE_EXPORT int isle_report_save(const struct isle_report *r, const char *path,
 /* The ISLE_REPORT=1 line (no newline) into buf; length as snprintf. */
 ISLE_EXPORT int isle_report_line(const struct isle_report *r, char *buf,
 				 size_t len);
-/* Reads what isle_report_write wrote. -ENOENT, -EINVAL (err names the file
- * and the JSON path), -ENOMEM. */
+/* The most bytes a report file may have; a real one is under 2 KiB. */
+#define ISLE_REPORT_MAX (64 * 1024)
+/* Reads what isle_report_write wrote: a regular file (no link followed,
+ * no FIFO waited on) of at most ISLE_REPORT_MAX bytes (-EFBIG). -ENOENT,
+ * -EINVAL (err names the file and the JSON path), -ENOMEM. */
 ISLE_EXPORT int isle_report_read(const char *path, struct isle_report *out,
 				 char *err, size_t errlen);
 ISLE_EXPORT int isle_report_parse(const char *json, size_t len,
 				  const char *name, struct isle_report *out,
+				  char *err, size_t errlen);
+
+/*
+ * The job's report in its run directory: <rundir>/<jobid>/report/ is the
+ * one place there the job's user can write (the agent makes it, owned by
+ * the job's uid, 0700; the job directory above stays root's), and
+ * task_init points ISLE_REPORT_FILE at report.json in it when the site
+ * collects reports (plugstack.conf reports=) and the job did not set it.
+ */
+#define ISLE_RUNDIR_REPORT_DIR "report"
+#define ISLE_RUNDIR_REPORT "report.json"
+
+/*
+ * Reads the report a job of uid left in its job directory (jobdfd, from
+ * isle_rundir_open_job), as root must read what a job wrote: the report
+ * directory and the file are opened without following links, the file
+ * without blocking (a FIFO is refused, not waited on), and must be owned
+ * by uid, a regular file with one link and at most ISLE_REPORT_MAX bytes;
+ * then it is parsed (isle_report_parse). name (the job directory's path)
+ * is used in messages. -ENOENT: the job left no report (not an error);
+ * -EPERM, -EFBIG, -EINVAL with err naming the file and the fault.
+ */
+ISLE_EXPORT int isle_report_collect(int jobdfd, uid_t uid, const char *name,
+				    struct isle_report *out, char *err,
+				    size_t errlen);
+
+/*
+ * The reports directory (root's; plugstack.conf reports=, isle-exporter
+ * --reports-dir, islectl explain --reports): one report per finished job,
+ * job_<id>.json, as isle_report_write writes it.
+ */
+/* <dir>/job_<id>.json. 0 or -ENAMETOOLONG. */
+ISLE_EXPORT int isle_report_path(const char *dir, uint32_t job_id, char *buf,
+				 size_t len);
+/* Job id of a report file name: 0 for "job_<id>.json", -EINVAL for any
+ * other name (files being written start with '.'). */
+ISLE_EXPORT int isle_report_name_parse(const char *name, uint32_t *job_id);
+/*
+ * Stores r as job <job_id>'s report in dir, whole or not at all: dir is
+ * reached by proto's trusted walk (root's, not writable by others;
+ * created 0755 if missing), the report written to a new file (O_EXCL,
+ * O_NOFOLLOW, 0644) and renamed over job_<id>.json. Then, when dir holds
+ * more than keep reports (keep > 0), the oldest by modification time go,
+ * and files being written left for over an hour (a crash) with them.
+ * 0 or -errno with err naming the directory or file.
+ */
+ISLE_EXPORT int isle_report_store(const char *dir, uint32_t job_id,
+				  const struct isle_report *r, long keep,
 				  char *err, size_t errlen);
 
 /* What a decision says, from its line (topology/isle writes "isle: tp=...",

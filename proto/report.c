@@ -1,13 +1,21 @@
 /*
  * report.c - the shim's per-job report (ISLE_REPORT_FILE, docs/comm-shim.md):
  * the one writer (plain stdio, run by the MPI and NCCL backends on rank 0)
- * and the one reader (json-c; the exporter, `islectl explain`, tests).
+ * and the one reader (json-c; the exporter, `islectl explain`, tests), and
+ * the two places a report lives once a job has ended: the job's run
+ * directory, read by root (isle_report_collect), and root's reports
+ * directory (isle_report_store).
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -280,37 +288,271 @@ int isle_report_parse(const char *json, size_t len, const char *name,
 	return rc;
 }
 
+/* Reads the regular file fd (at most ISLE_REPORT_MAX bytes) and parses it;
+ * closes fd. uid (unless -1) must own it, with one link. */
+static int read_fd(int fd, uid_t uid, const char *name,
+		   struct isle_report *out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+	int rc;
+
+	if (fstat(fd, &st)) {
+		rc = errf(-errno, err, errlen, "%s: %s", name, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = errf(-EINVAL, err, errlen, "%s: not a regular file", name);
+		goto out;
+	}
+	if (uid != (uid_t)-1 && (st.st_uid != uid || st.st_nlink != 1)) {
+		rc = errf(-EPERM, err, errlen,
+			  "%s: owned by uid %u with %lu links, expected the "
+			  "job's uid %u and one link",
+			  name, (unsigned)st.st_uid, (unsigned long)st.st_nlink,
+			  (unsigned)uid);
+		goto out;
+	}
+	if (st.st_size > ISLE_REPORT_MAX) {
+		rc = errf(-EFBIG, err, errlen, "%s: %lld bytes, more than %d",
+			  name, (long long)st.st_size, ISLE_REPORT_MAX);
+		goto out;
+	}
+	/* One byte over the limit tells a file that grew since fstat. */
+	if (!(buf = malloc(ISLE_REPORT_MAX + 1))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t got = read(fd, buf + n, ISLE_REPORT_MAX + 1 - n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = errf(-EIO, err, errlen, "%s: %s", name,
+				  strerror(errno));
+			goto out;
+		}
+		if (!got)
+			break;
+		n += (size_t)got;
+		if (n > ISLE_REPORT_MAX) {
+			rc = errf(-EFBIG, err, errlen,
+				  "%s: more than %d bytes", name,
+				  ISLE_REPORT_MAX);
+			goto out;
+		}
+	}
+	rc = isle_report_parse(buf, n, name, out, err, errlen);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+#define RO_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+
 int isle_report_read(const char *path, struct isle_report *out, char *err,
 		     size_t errlen)
 {
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	FILE *f;
-	int rc;
+	int fd;
 
 	memset(out, 0, sizeof(*out));
-	if (!(f = fopen(path, "re")))
-		return errf(-errno, err, errlen, "%s: %s", path,
-			    strerror(errno));
-	for (;;) {
-		if (n + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap * 2 + 8192);
+	if ((fd = open(path, RO_FLAGS)) < 0)
+		return errf(errno == ELOOP ? -EINVAL : -errno, err, errlen,
+			    "%s: %s", path,
+			    errno == ELOOP ? "a symbolic link" : strerror(errno));
+	return read_fd(fd, (uid_t)-1, path, out, err, errlen);
+}
 
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
+int isle_report_collect(int jobdfd, uid_t uid, const char *name,
+			struct isle_report *out, char *err, size_t errlen)
+{
+	char path[4352];
+	struct stat st;
+	int dfd, fd, e;
 
-		n += got;
-		if (!got)
-			break;
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "%s/%s", name, ISLE_RUNDIR_REPORT_DIR);
+	dfd = openat(jobdfd, ISLE_RUNDIR_REPORT_DIR,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		e = errno;
+		return errf(-EPERM, err, errlen, "%s: %s", path,
+			    e == ELOOP || e == ENOTDIR
+				? "not a directory (a link or a file)"
+				: strerror(e));
 	}
-	fclose(f);
-	rc = isle_report_parse(buf, n, path, out, err, errlen);
-	free(buf);
+	if (fstat(dfd, &st) || st.st_uid != uid) {
+		close(dfd);
+		return errf(-EPERM, err, errlen,
+			    "%s: not owned by the job's uid %u", path,
+			    (unsigned)uid);
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s", name, ISLE_RUNDIR_REPORT_DIR,
+		 ISLE_RUNDIR_REPORT);
+	fd = openat(dfd, ISLE_RUNDIR_REPORT, RO_FLAGS);
+	e = errno;
+	close(dfd);
+	if (fd < 0) {
+		if (e == ENOENT)
+			return -ENOENT;
+		return errf(-EPERM, err, errlen, "%s: %s", path,
+			    e == ELOOP ? "a symbolic link, not followed"
+				       : strerror(e));
+	}
+	return read_fd(fd, uid, path, out, err, errlen);
+}
+
+/* ------------------------------------------------------ reports directory */
+
+#define STORE_PREFIX "job_"
+#define STORE_SUFFIX ".json"
+/* Files being written: ".job_<id>.json.<pid>". */
+#define STORE_TMP_AGE_S 3600
+
+int isle_report_path(const char *dir, uint32_t job_id, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/" STORE_PREFIX "%u" STORE_SUFFIX, dir,
+			 job_id);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int isle_report_name_parse(const char *name, uint32_t *job_id)
+{
+	const char *p = name + strlen(STORE_PREFIX);
+	char *e;
+	unsigned long v;
+
+	if (strncmp(name, STORE_PREFIX, strlen(STORE_PREFIX)) ||
+	    !isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1])))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(p, &e, 10);
+	if (errno || v > UINT32_MAX || strcmp(e, STORE_SUFFIX))
+		return -EINVAL;
+	*job_id = (uint32_t)v;
+	return 0;
+}
+
+struct aged {
+	time_t mtime;
+	uint32_t id;
+};
+
+static int by_age(const void *a, const void *b)
+{
+	const struct aged *x = a, *y = b;
+
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Keeps the newest keep reports of dfd; removes stale temporary files. */
+static int prune(int dfd, long keep, const char *dir, char *err,
+		 size_t errlen)
+{
+	struct aged *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	time_t now = time(NULL);
+	int fd, rc = 0;
+	DIR *d;
+
+	if ((fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return errf(-errno, err, errlen, "reports dir %s: %s", dir,
+			    strerror(errno));
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		uint32_t id;
+
+		if (de->d_name[0] == '.' && de->d_name[1] == 'j' &&
+		    !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    st.st_mtime + STORE_TMP_AGE_S < now) {
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
+		if (isle_report_name_parse(de->d_name, &id) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (n == cap) {
+			struct aged *nv =
+			    realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+		}
+		v[n].mtime = st.st_mtime;
+		v[n++].id = id;
+	}
+	if (keep > 0 && n > (size_t)keep) {
+		qsort(v, n, sizeof(*v), by_age);
+		for (size_t i = 0; i < n - (size_t)keep; i++) {
+			char name[64];
+
+			snprintf(name, sizeof(name),
+				 STORE_PREFIX "%u" STORE_SUFFIX, v[i].id);
+			unlinkat(dfd, name, 0); /* another epilog's race */
+		}
+	}
+out:
+	free(v);
+	closedir(d);
+	return rc;
+}
+
+int isle_report_store(const char *dir, uint32_t job_id,
+		      const struct isle_report *r, long keep, char *err,
+		      size_t errlen)
+{
+	char tmp[64], name[64];
+	FILE *f = NULL;
+	int dfd, fd, rc;
+
+	dfd = isle_rundir_open(dir, 1, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), STORE_PREFIX "%u" STORE_SUFFIX, job_id);
+	snprintf(tmp, sizeof(tmp), "." STORE_PREFIX "%u" STORE_SUFFIX ".%ld",
+		 job_id, (long)getpid());
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		rc = errf(-errno, err, errlen, "reports dir %s: %s: %s", dir,
+			  tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		goto out;
+	}
+	rc = isle_report_write(r, f);
+	if (fflush(f) || fsync(fileno(f)))
+		rc = -EIO;
+	if (fclose(f))
+		rc = -EIO;
+	if (!rc && fchmodat(dfd, tmp, 0644, 0))
+		rc = -errno;
+	if (!rc && renameat(dfd, tmp, dfd, name))
+		rc = -errno;
+	if (rc) {
+		unlinkat(dfd, tmp, 0);
+		rc = errf(rc, err, errlen, "reports dir %s: cannot write %s: %s",
+			  dir, name, strerror(-rc));
+		goto out;
+	}
+	rc = prune(dfd, keep, dir, err, errlen);
+out:
+	close(dfd);
 	return rc;
 }

@@ -43,8 +43,13 @@ struct isle__spank_policy {
 	 *   codec_policy=T=C,. codec per tier (isle-agent plan --policy)
 	 *   agent_timeout=S    seconds the prolog waits for the agent before
 	 *                      killing it (0 = 60); keep it below Slurm's
-	 *                      PrologTimeout (24.11: PrologEpilogTimeout) */
+	 *                      PrologTimeout (24.11: PrologEpilogTimeout)
+	 *   reports=PATH       root's reports directory: the epilog stores
+	 *                      each job's shim report there (none if unset)
+	 *   reports_keep=N     the newest N reports are kept (10000) */
 	int agent_timeout_s;
+	long reports_keep;
+	char reports_dir[PATH_MAX];
 	char agent_path[PATH_MAX];
 	char cluster_path[PATH_MAX];
 	char rundir[PATH_MAX];

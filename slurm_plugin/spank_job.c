@@ -560,11 +560,53 @@ out:
 	return 0;
 }
 
+/*
+ * The shim's report, if the job left one on this node (rank 0's), into
+ * root's reports directory, in process and before the run dir goes. What
+ * the job wrote is hostile input: proto's collect reads it without
+ * following links or blocking, size-bounded, owned by the job's uid.
+ */
+static void _collect_report(const struct isle__spank_state *st,
+			    uint32_t job_id, uid_t uid, const char *rundir)
+{
+	struct isle_report r;
+	char jobid[16], dir[600], err[1024];
+	int dfd, rc;
+
+	snprintf(jobid, sizeof(jobid), "%u", job_id);
+	snprintf(dir, sizeof(dir), "%s/%s", rundir, jobid);
+	dfd = isle_rundir_open_job(rundir, jobid, err, sizeof(err));
+	if (dfd == -ENOENT)
+		return;
+	if (dfd < 0) {
+		slurm_error("isle: job %u: shim report not collected: %s",
+			    job_id, err);
+		return;
+	}
+	rc = isle_report_collect(dfd, uid, dir, &r, err, sizeof(err));
+	close(dfd);
+	if (rc == -ENOENT)
+		return;
+	if (rc) {
+		slurm_error("isle: job %u: shim report not collected: %s",
+			    job_id, err);
+		return;
+	}
+	if (isle_report_store(st->policy.reports_dir, job_id, &r,
+			      st->policy.reports_keep, err, sizeof(err)))
+		slurm_error("isle: job %u: shim report not stored: %s", job_id,
+			    err);
+	else
+		slurm_verbose("isle: job %u: shim report stored in %s", job_id,
+			      st->policy.reports_dir);
+}
+
 int isle__spank_job_epilog(spank_t sp, struct isle__spank_state *st)
 {
 	const char *node = getenv("SLURMD_NODENAME");
 	char rundir[512];
 	uint32_t job_id = 0;
+	uid_t uid = 0;
 
 	if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
 		return 0;
@@ -573,6 +615,9 @@ int isle__spank_job_epilog(spank_t sp, struct isle__spank_state *st)
 	if (!node || !isle__spank_plans_enabled(&st->policy) ||
 	    isle__spank_rundir(&st->policy, node, rundir, sizeof(rundir)))
 		return 0;
+	if (st->policy.reports_dir[0] &&
+	    spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS)
+		_collect_report(st, job_id, uid, rundir);
 	if (getenv("SLURM_JOB_GPUS"))
 		_remove_plan(st, job_id, rundir);
 	else

@@ -35,6 +35,7 @@ void isle__spank_policy_init(struct isle__spank_policy *p)
 	p->defaults.shim = ISLE_SHIM_AUTO;
 	p->allowed_codecs = (1u << ISLE_CODEC_COUNT) - 1;
 	p->max_tp = ISLE_JOB_MAX_TP;
+	p->reports_keep = 10000;
 }
 
 /* Codec kinds: "topk" alone names the kind, other items are specs. */
@@ -101,11 +102,13 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			if (!rc)
 				strcpy(p->shim_path, val);
 			expect = "an absolute path";
-		} else if (KEY("agent") || KEY("cluster") || KEY("rundir")) {
+		} else if (KEY("agent") || KEY("cluster") || KEY("rundir") ||
+			   KEY("reports")) {
 			/* Per-job plan (spank_job.c): absolute paths. */
 			char *dst = KEY("agent")     ? p->agent_path
 				    : KEY("cluster") ? p->cluster_path
-						     : p->rundir;
+				    : KEY("rundir")  ? p->rundir
+						     : p->reports_dir;
 
 			rc = (val[0] == '/' && strlen(val) < PATH_MAX)
 				 ? 0
@@ -113,6 +116,13 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 			if (!rc)
 				strcpy(dst, val);
 			expect = "an absolute path";
+		} else if (KEY("reports_keep")) {
+			int keep = 0;
+
+			rc = isle_count_parse(val, 10000000, &keep);
+			if (!rc)
+				p->reports_keep = keep;
+			expect = "a count from 1 to 10000000";
 		} else if (KEY("agent_timeout")) {
 			rc = isle_count_parse(val, 3600, &p->agent_timeout_s);
 			expect = "seconds from 1 to 3600";
@@ -129,7 +139,7 @@ int isle__spank_policy_parse(struct isle__spank_policy *p, int ac, char **av,
 				 "default_span, default_compress, "
 				 "default_shim, allowed_codecs, max_tp, shim, "
 				 "agent, agent_timeout, cluster, rundir, "
-				 "codec_policy";
+				 "codec_policy, reports, reports_keep";
 		}
 #undef KEY
 		if (opt) {

@@ -365,6 +365,13 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 		_say_shim_off(job_id, node, why);
 	}
 	spank_setenv(sp, ISLE_PLAN_ENV, path, 1);
+	/* Where the shim's report waits for the epilog, unless the job
+	 * wants it elsewhere. */
+	if (st->policy.reports_dir[0]) {
+		snprintf(path, sizeof(path), "%s/%s/%s", dir,
+			 ISLE_RUNDIR_REPORT_DIR, ISLE_RUNDIR_REPORT);
+		spank_setenv(sp, ISLE_REPORT_FILE_ENV, path, 0);
+	}
 	if (!isle_rundir_read(dfd, ISLE_RUNDIR_NCCL_XML, MAX_XML_FILE, &text,
 			      NULL, 0)) {
 		snprintf(path, sizeof(path), "%s/%s", dir,

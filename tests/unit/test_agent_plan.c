@@ -634,6 +634,14 @@ static void test_rundir_write(void **state)
 		assert_int_equal(can_read_as(path, 65534, 65534), 1);
 		assert_int_equal(can_read_as(path, 65533, 65534), 0);
 		assert_int_equal(can_read_as(path, 65533, 0), 0);
+		/* The one thing the job's user owns: its report dir. */
+		char rdir[600];
+
+		snprintf(rdir, sizeof(rdir), "%s/101/report", t->root);
+		assert_int_equal(lstat(rdir, &st), 0);
+		assert_true(S_ISDIR(st.st_mode));
+		assert_int_equal(st.st_uid, 65534);
+		assert_int_equal(st.st_mode & 07777, 0700);
 	}
 
 	/* Rewriting (a requeued job) starts afresh. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -292,6 +293,177 @@ static void test_name_check(void **state)
 				 "'-', '.', ':')");
 }
 
+/* --------------------------------------------- shim reports, as root reads */
+
+static const char good_report[] =
+    "{\"isle_report\": 1, \"api\": \"mpi\", \"ranks\": 2, \"calls\": ["
+    "{\"min_bytes\": 0, \"taken\": 0, \"passed\": 3},"
+    "{\"min_bytes\": 256, \"taken\": 0, \"passed\": 0},"
+    "{\"min_bytes\": 4096, \"taken\": 0, \"passed\": 0},"
+    "{\"min_bytes\": 65536, \"taken\": 7, \"passed\": 0},"
+    "{\"min_bytes\": 1048576, \"taken\": 0, \"passed\": 0},"
+    "{\"min_bytes\": 16777216, \"taken\": 0, \"passed\": 0}],"
+    "\"tiers\": [{\"tier\": \"node\", \"sent_bytes\": 100, "
+    "\"library_bytes\": 300, \"codecs\": [\"int8\"]}],"
+    "\"probe\": {\"bytes\": 0, \"seconds\": 0}}\n";
+
+static void put(const char *path, const char *data, size_t len, uid_t uid)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	assert_int_equal(fchown(fd, uid, uid), 0);
+	close(fd);
+}
+
+/* isle_report_collect on job 77 of NOBODY: rc and a message holding why. */
+static void collect(const struct tree *t, int want_rc, const char *why)
+{
+	struct isle_report r;
+	char err[1024] = "", dir[256];
+	int dfd = isle_rundir_open_job(t->root, "77", err, sizeof(err));
+	int rc;
+
+	assert_true(dfd >= 0);
+	snprintf(dir, sizeof(dir), "%s/77", t->root);
+	rc = isle_report_collect(dfd, NOBODY, dir, &r, err, sizeof(err));
+	close(dfd);
+	if (rc != want_rc || (why && !strstr(err, why)))
+		fail_msg("rc %d (want %d), err '%s' (want '%s')", rc, want_rc,
+			 err, why ? why : "");
+	if (!rc) {
+		assert_string_equal(r.api, "mpi");
+		assert_int_equal(r.taken[3], 7);
+		assert_int_equal(r.sent[ISLE_SCOPE_NODE], 100);
+	}
+}
+
+static void test_report_collect(void **state)
+{
+	struct tree *t = *state;
+	char job[256], rdir[300], f[400], other[300];
+	char *big;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(job, sizeof(job), "%s/77", t->root);
+	assert_int_equal(mkdir(job, 0700), 0);
+	snprintf(rdir, sizeof(rdir), "%s/report", job);
+	snprintf(f, sizeof(f), "%s/report.json", rdir);
+	/* No report directory, an empty one: no report, no error. */
+	collect(t, -ENOENT, NULL);
+	assert_int_equal(mkdir(rdir, 0700), 0);
+	assert_int_equal(chown(rdir, NOBODY, NOBODY), 0);
+	collect(t, -ENOENT, NULL);
+
+	put(f, good_report, strlen(good_report), NOBODY);
+	collect(t, 0, NULL);
+
+	/* Hostile jobs: a link to another job's (or root's) file... */
+	snprintf(other, sizeof(other), "%s/other.json", t->base);
+	put(other, good_report, strlen(good_report), NOBODY);
+	unlink(f);
+	assert_int_equal(symlink(other, f), 0);
+	collect(t, -EPERM, "a symbolic link, not followed");
+	unlink(f);
+	/* ...a hard link to it (two links)... */
+	assert_int_equal(link(other, f), 0);
+	collect(t, -EPERM, "one link");
+	unlink(f);
+	/* ...a file of someone else... */
+	put(f, good_report, strlen(good_report), 0);
+	collect(t, -EPERM, "expected the job's uid 65534");
+	unlink(f);
+	/* ...a FIFO nobody writes (refused at once, never waited on)... */
+	assert_int_equal(mkfifo(f, 0600), 0);
+	assert_int_equal(chown(f, NOBODY, NOBODY), 0);
+	collect(t, -EINVAL, "not a regular file");
+	unlink(f);
+	/* ...a huge file, garbage, a report dir that is a link. */
+	big = malloc(4 * ISLE_REPORT_MAX);
+	assert_non_null(big);
+	memset(big, ' ', 4 * ISLE_REPORT_MAX);
+	put(f, big, 4 * ISLE_REPORT_MAX, NOBODY);
+	free(big);
+	collect(t, -EFBIG, "bytes, more than 65536");
+	put(f, "\x01\x02garbage", 9, NOBODY);
+	collect(t, -EINVAL, "report.json: not JSON");
+	put(f, "{\"isle_report\": 2}", 18, NOBODY);
+	collect(t, -EINVAL, "$.isle_report");
+	unlink(f);
+	assert_int_equal(rmdir(rdir), 0);
+	assert_int_equal(symlink(t->base, rdir), 0);
+	collect(t, -EPERM, "not a directory");
+	unlink(rdir);
+	/* A report dir the job does not own (root's: planted otherwise). */
+	assert_int_equal(mkdir(rdir, 0700), 0);
+	collect(t, -EPERM, "not owned by the job's uid 65534");
+}
+
+static void test_report_store(void **state)
+{
+	struct tree *t = *state;
+	struct isle_report r, back;
+	char dir[256], path[300], err[1024];
+	struct stat st;
+	uint32_t id;
+
+	assert_int_equal(isle_report_parse(good_report, strlen(good_report),
+					   "good", &r, err, sizeof(err)),
+			 0);
+	snprintf(dir, sizeof(dir), "%s/reports", t->root);
+	/* Created, then whole files only, one per job. */
+	for (uint32_t j = 1; j <= 5; j++) {
+		struct timespec ts[2] = {{.tv_sec = 1000 + (time_t)j},
+					 {.tv_sec = 1000 + (time_t)j}};
+
+		r.ranks = (int)j;
+		assert_int_equal(
+		    isle_report_store(dir, j, &r, 3, err, sizeof(err)), 0);
+		assert_int_equal(isle_report_path(dir, j, path, sizeof(path)),
+				 0);
+		assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
+	/* The newest 3 by time are left: 3, 4 and 5. */
+	assert_int_equal(isle_report_path(dir, 1, path, sizeof(path)), 0);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(isle_report_path(dir, 5, path, sizeof(path)), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(isle_report_read(path, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.ranks, 5);
+	assert_int_equal(back.taken[3], 7);
+	/* A stored report is replaced whole. */
+	r.ranks = 9;
+	assert_int_equal(isle_report_store(dir, 5, &r, 3, err, sizeof(err)), 0);
+	assert_int_equal(isle_report_read(path, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.ranks, 9);
+	/* Only a trusted directory: one others can write is refused. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(isle_report_store(dir, 6, &r, 3, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "writable"));
+	assert_int_equal(chmod(dir, 0755), 0);
+
+	assert_int_equal(isle_report_name_parse("job_12.json", &id), 0);
+	assert_int_equal(id, 12);
+	assert_int_equal(isle_report_name_parse("job_012.json", &id), -EINVAL);
+	assert_int_equal(isle_report_name_parse(".job_12.json.77", &id),
+			 -EINVAL);
+	assert_int_equal(isle_report_name_parse("job_12.json.new", &id),
+			 -EINVAL);
+	assert_int_equal(isle_report_name_parse("job_4294967296.json", &id),
+			 -EINVAL);
+	assert_int_equal(isle_report_name_parse("job_.json", &id), -EINVAL);
+	/* isle_report_read does not follow links either. */
+	snprintf(path, sizeof(path), "%s/link.json", t->base);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(isle_report_read(path, &back, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "a symbolic link"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +473,10 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_read_files, setup, teardown),
 	    cmocka_unit_test(test_name_check),
+	    cmocka_unit_test_setup_teardown(test_report_collect, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_report_store, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

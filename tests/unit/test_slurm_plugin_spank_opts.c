@@ -185,6 +185,30 @@ static void test_policy(void **state)
 	isle__spank_policy_init(&p);
 	assert_int_equal(
 	    isle__spank_policy_parse(&p, 1, no_eq, err, sizeof(err)), -EINVAL);
+
+	/* Shim reports: off unless a directory is given; a bounded keep. */
+	{
+		char *rep[] = {"reports=/var/lib/isle/reports",
+			       "reports_keep=500"};
+		char *rel[] = {"reports=var/reports"};
+		char *keep0[] = {"reports_keep=0"};
+
+		isle__spank_policy_init(&p);
+		assert_string_equal(p.reports_dir, "");
+		assert_int_equal(p.reports_keep, 10000);
+		assert_int_equal(
+		    isle__spank_policy_parse(&p, 2, rep, err, sizeof(err)), 0);
+		assert_string_equal(p.reports_dir, "/var/lib/isle/reports");
+		assert_int_equal(p.reports_keep, 500);
+		assert_int_equal(
+		    isle__spank_policy_parse(&p, 1, rel, err, sizeof(err)),
+		    -EINVAL);
+		assert_non_null(strstr(err, "absolute path"));
+		assert_int_equal(
+		    isle__spank_policy_parse(&p, 1, keep0, err, sizeof(err)),
+		    -EINVAL);
+		assert_non_null(strstr(err, "reports_keep=0"));
+	}
 }
 
 static void test_resolve(void **state)
