@@ -11,7 +11,9 @@
  *     isle_place_fragmentation, the function topology/isle gives backfill);
  *   - the decision records StateSaveLocation/isle/job_<id>.json, through
  *     proto's isle_record_read and isle_record_info; a scan parses only
- *     files that are new since the last one (a rename gives a new inode).
+ *     files that are new since the last one (a rename gives a new inode);
+ *   - the shim's per-job reports in root's reports directory
+ *     (--reports-dir), the same way, through proto's isle_report_read.
  * Each refresh renders the metrics once; a scrape copies that text.
  * docs/exporter.md lists the metrics.
  *
@@ -106,11 +108,30 @@ struct isle_exp_store_stats {
 	uint64_t tp_groups_placed, tp_groups_split;
 	uint64_t cost_count, cost_le[ISLE_EXP_COST_NBOUNDS]; /* cumulative */
 	double cost_sum;
+	/* A reports store (isle_exp_reports_create): the shim's reports,
+	 * one per job, counted when first read. */
+	uint64_t jobs_reported;
+	uint64_t shim_taken[ISLE_REPORT_CLASSES],
+	    shim_passed[ISLE_REPORT_CLASSES];
+	uint64_t shim_sent[ISLE_REPORT_TIERS], shim_library[ISLE_REPORT_TIERS];
+	/* Files that did not read (not a record or report, too big, a link),
+	 * each version once. */
+	uint64_t bad_files;
 	/* The last scan. */
 	long records, partial, unreadable;
+	long deferred; /* new files left for the next scan (the limit) */
 };
 
 typedef struct isle_exp_store isle_exp_store;
+
+/* A store over root's reports directory (plugstack.conf reports=): the
+ * shim's reports, job_<id>.json, read with isle_report_read (bounded,
+ * no link followed). At most max_reads new files are read a scan (0: no
+ * limit), so a directory flooded with files costs each refresh a bounded
+ * time; the rest wait for the next scans. Scanned with
+ * isle_exp_store_scan. */
+isle_exp_store *isle_exp_reports_create(const char *reports_dir,
+					long max_reads);
 
 /* A store over records_dir (StateSaveLocation/isle). NULL: no memory. */
 isle_exp_store *isle_exp_store_create(const char *records_dir);
@@ -130,6 +151,7 @@ enum isle_exp_source_id {
 	ISLE_EXP_SRC_NODES,	   /* scontrol show node --json */
 	ISLE_EXP_SRC_CLUSTER_FILE,
 	ISLE_EXP_SRC_STORE,
+	ISLE_EXP_SRC_REPORTS, /* the shim's reports (--reports-dir) */
 	ISLE_EXP_SRC_COUNT
 };
 
@@ -140,6 +162,7 @@ struct isle_exp_source {
 	double last_success; /* Unix time, 0 = never */
 	double seconds;	     /* the last read took */
 	uint64_t errors;     /* failed reads */
+	int off;	     /* not configured: left out of the rendering */
 };
 
 /* What one rendering shows; NULL / negative members are left out. */
@@ -147,6 +170,7 @@ struct isle_exp_snapshot {
 	const struct isle_exp_topo *slurm_topo;
 	const struct isle_exp_nodes *nodes;
 	const struct isle_exp_store_stats *store;
+	const struct isle_exp_store_stats *reports; /* shim reports */
 	double fragmentation; /* 0..1, < 0 unknown */
 	struct isle_exp_source src[ISLE_EXP_SRC_COUNT];
 };

@@ -33,6 +33,7 @@ extern char **environ;
 
 struct opts {
 	const char *listen, *state_dir, *cluster, *scontrol, *port_file;
+	const char *reports_dir;
 	const char *topology_from, *nodes_from;
 	double ttl, cmd_timeout;
 	unsigned max_conn, max_per_ip, conn_timeout;
@@ -56,6 +57,7 @@ struct app {
 	char topo_path[PATH_MAX];
 	struct stat topo_stat;
 	isle_exp_store *store;
+	isle_exp_store *reports;
 	struct isle_exp_source src[ISLE_EXP_SRC_COUNT];
 	char last_err[ISLE_EXP_SRC_COUNT][512];
 	/* Wakes the refresher: stop, or SIGHUP. */
@@ -447,6 +449,30 @@ static void refresh_store(struct app *a)
 	src_done(a, ISLE_EXP_SRC_STORE, rc, err, t0);
 }
 
+/* New reports read per refresh: a directory flooded with files is worked
+ * through over several refreshes, each of bounded time. */
+#define REPORTS_PER_SCAN 5000
+
+static void refresh_reports(struct app *a)
+{
+	char err[PATH_MAX + 256] = "";
+	double t0 = mono_s();
+	int rc = 0;
+
+	if (!a->o.reports_dir)
+		return;
+	if (!a->reports && !(a->reports = isle_exp_reports_create(
+				 a->o.reports_dir, REPORTS_PER_SCAN)))
+		rc = -ENOMEM;
+	if (!rc) {
+		rc = isle_exp_store_scan(a->reports, err, sizeof(err));
+		/* No directory yet: no job has left a report. */
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	src_done(a, ISLE_EXP_SRC_REPORTS, rc, err, t0);
+}
+
 static void refresh(struct app *a)
 {
 	struct isle_exp_snapshot s = {.fragmentation = -1.0};
@@ -457,9 +483,11 @@ static void refresh(struct app *a)
 	refresh_nodes(a);
 	refresh_cluster_file(a);
 	refresh_store(a);
+	refresh_reports(a);
 	s.slurm_topo = a->have_st ? &a->st : NULL;
 	s.nodes = a->have_nodes ? &a->nodes : NULL;
 	s.store = a->store ? isle_exp_store_stats(a->store) : NULL;
+	s.reports = a->reports ? isle_exp_store_stats(a->reports) : NULL;
 	if (a->topo && a->src[ISLE_EXP_SRC_TOPOLOGY].up &&
 	    a->src[ISLE_EXP_SRC_NODES].up)
 		s.fragmentation = isle_exp_fragmentation(a->place, a->topo,
@@ -655,6 +683,9 @@ static void usage(FILE *out)
 	    "  --state-dir DIR       StateSaveLocation (default "
 	    "$ISLE_STATE_DIR,\n"
 	    "                        else `scontrol show config`)\n"
+	    "  --reports-dir DIR     the shim's per-job reports (plugstack.conf "
+	    "reports=;\n"
+	    "                        no shim metrics without it)\n"
 	    "  --cluster FILE        cluster file (default: the one "
 	    "slurmctld loaded)\n"
 	    "  --scontrol PATH       scontrol to run (default: scontrol in "
@@ -697,6 +728,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"port-file", required_argument, NULL, 'P'},
 	    {"ttl", required_argument, NULL, 't'},
 	    {"state-dir", required_argument, NULL, 's'},
+	    {"reports-dir", required_argument, NULL, 'R'},
 	    {"cluster", required_argument, NULL, 'c'},
 	    {"scontrol", required_argument, NULL, 'S'},
 	    {"command-timeout", required_argument, NULL, 'T'},
@@ -733,6 +765,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			o->state_dir = optarg;
+			break;
+		case 'R':
+			o->reports_dir = optarg;
 			break;
 		case 'c':
 			o->cluster = optarg;
@@ -808,6 +843,7 @@ int main(int argc, char **argv)
 	rc = parse_opts(argc, argv, &a.o);
 	if (rc)
 		return rc == 1 ? 0 : 2;
+	a.src[ISLE_EXP_SRC_REPORTS].off = !a.o.reports_dir;
 	pthread_mutex_init(&a.lock, NULL);
 	pthread_mutex_init(&a.wake_lock, NULL);
 	pthread_cond_init(&a.wake, NULL);
@@ -887,6 +923,7 @@ out:
 	isle_exp_topo_free(&a.st);
 	isle_exp_nodes_free(&a.nodes);
 	isle_exp_store_destroy(a.store);
+	isle_exp_store_destroy(a.reports);
 	isle_place_destroy(a.place);
 	isle_topo_destroy(a.topo);
 	return rc;

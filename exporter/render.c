@@ -17,6 +17,7 @@ static const char *const src_names[ISLE_EXP_SRC_COUNT] = {
     [ISLE_EXP_SRC_NODES] = "nodes",
     [ISLE_EXP_SRC_CLUSTER_FILE] = "cluster_file",
     [ISLE_EXP_SRC_STORE] = "store",
+    [ISLE_EXP_SRC_REPORTS] = "reports",
 };
 
 const char *isle_exp_source_name(int src)
@@ -330,6 +331,63 @@ static void store(struct sb *b, enum isle_exp_format f,
 		  s->unreadable);
 }
 
+static void shim(struct sb *b, enum isle_exp_format f,
+		 const struct isle_exp_store_stats *s)
+{
+	static const char *const path[2] = {"taken", "passed"};
+
+	family(b, f, "isle_shim_jobs_reported", COUNTER, NULL,
+	       "Finished jobs whose shim report reached the reports "
+	       "directory, counted when first read.");
+	sb_printf(b, "isle_shim_jobs_reported_total %llu\n",
+		  (unsigned long long)s->jobs_reported);
+	family(b, f, "isle_shim_allreduce_calls", COUNTER, NULL,
+	       "Allreduce calls of reported jobs the shim ran itself (taken) "
+	       "or passed to the library, by payload size class (lower "
+	       "bound in bytes); per job the most any rank made.");
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < ISLE_REPORT_CLASSES; k++)
+			sb_printf(b,
+				  "isle_shim_allreduce_calls_total{path=\"%s\","
+				  "size_min_bytes=\"%llu\"} %llu\n",
+				  path[p],
+				  (unsigned long long)isle_report_class_min(k),
+				  (unsigned long long)(p ? s->shim_passed[k]
+							 : s->shim_taken[k]));
+	family(b, f, "isle_shim_sent_bytes", COUNTER, "bytes",
+	       "Bytes the shim's own path sent through each tier of the plan "
+	       "(all ranks of reported jobs).");
+	for (int t = 0; t < ISLE_REPORT_TIERS; t++)
+		sb_printf(b, "isle_shim_sent_bytes_total{tier=\"%s\"} %llu\n",
+			  isle_scope_name((isle_scope)t),
+			  (unsigned long long)s->shim_sent[t]);
+	family(b, f, "isle_shim_library_bytes", COUNTER, "bytes",
+	       "Bytes a ring allreduce in rank order, the fewest any "
+	       "allreduce sends, would have sent through each tier for the "
+	       "same calls (what the shim's bytes compare with).");
+	for (int t = 0; t < ISLE_REPORT_TIERS; t++)
+		sb_printf(b,
+			  "isle_shim_library_bytes_total{tier=\"%s\"} %llu\n",
+			  isle_scope_name((isle_scope)t),
+			  (unsigned long long)s->shim_library[t]);
+	family(b, f, "isle_shim_report_errors", COUNTER, NULL,
+	       "Files in the reports directory that did not read as a report "
+	       "(not JSON, a bad field, too big, a link), each version once; "
+	       "they are skipped.");
+	sb_printf(b, "isle_shim_report_errors_total %llu\n",
+		  (unsigned long long)s->bad_files);
+	family(b, f, "isle_shim_reports", GAUGE, NULL,
+	       "Files in the reports directory: readable reports, files that "
+	       "do not read, and new files left for a later scan (a scan "
+	       "reads a bounded number).");
+	sb_printf(b, "isle_shim_reports{state=\"readable\"} %ld\n",
+		  s->records);
+	sb_printf(b, "isle_shim_reports{state=\"unreadable\"} %ld\n",
+		  s->unreadable);
+	sb_printf(b, "isle_shim_reports{state=\"deferred\"} %ld\n",
+		  s->deferred);
+}
+
 char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 		      size_t *len)
 {
@@ -369,17 +427,22 @@ char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 	}
 	if (s->store)
 		store(&b, f, s->store);
+	if (s->reports)
+		shim(&b, f, s->reports);
 
 	family(&b, f, "isle_exporter_source_up", GAUGE, NULL,
 	       "1 if the exporter's last read of the source succeeded.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++)
-		sb_printf(&b, "isle_exporter_source_up{source=\"%s\"} %d\n",
+		if (!s->src[i].off)
+			sb_printf(&b, "isle_exporter_source_up{source=\"%s\"} %d\n",
 			  src_names[i], s->src[i].up);
 	family(&b, f, "isle_exporter_source_last_success_timestamp_seconds",
 	       GAUGE, "seconds",
 	       "When the exporter last read the source successfully (Unix "
 	       "time; 0 = never).");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++) {
+		if (s->src[i].off)
+			continue;
 		sb_printf(&b,
 			  "isle_exporter_source_last_success_timestamp_seconds"
 			  "{source=\"%s\"} ",
@@ -390,6 +453,8 @@ char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 	family(&b, f, "isle_exporter_source_duration_seconds", GAUGE, "seconds",
 	       "How long the exporter's last read of the source took.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++) {
+		if (s->src[i].off)
+			continue;
 		sb_printf(
 		    &b, "isle_exporter_source_duration_seconds{source=\"%s\"} ",
 		    src_names[i]);
@@ -399,7 +464,8 @@ char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 	family(&b, f, "isle_exporter_source_errors", COUNTER, NULL,
 	       "Failed reads of the source.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++)
-		sb_printf(&b,
+		if (!s->src[i].off)
+			sb_printf(&b,
 			  "isle_exporter_source_errors_total{source=\"%s\"} "
 			  "%llu\n",
 			  src_names[i], (unsigned long long)s->src[i].errors);

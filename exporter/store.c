@@ -6,7 +6,8 @@
  * tells which files to parse without a stat per file. A job counts once,
  * when its record is first read; its id is remembered for an hour after
  * the record is gone, so a record that comes back (the store's reload
- * after a slurmctld restart) is not counted twice.
+ * after a slurmctld restart) is not counted twice. The shim's reports
+ * directory is scanned the same way.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +41,8 @@ enum { SLOT_EMPTY = 0, SLOT_OK, SLOT_BAD, SLOT_GONE, SLOT_DEAD };
 
 struct isle_exp_store {
 	char *dir;
+	int reports;	/* the shim's reports, not decision records */
+	long max_reads; /* files read a scan, 0 = no limit */
 	struct slot *tab;
 	size_t cap, used; /* used counts non-empty slots, DEAD included */
 	uint64_t gen;
@@ -58,6 +61,18 @@ isle_exp_store *isle_exp_store_create(const char *records_dir)
 	if (!s->dir || !s->tab) {
 		isle_exp_store_destroy(s);
 		return NULL;
+	}
+	return s;
+}
+
+isle_exp_store *isle_exp_reports_create(const char *reports_dir,
+					long max_reads)
+{
+	isle_exp_store *s = isle_exp_store_create(reports_dir);
+
+	if (s) {
+		s->reports = 1;
+		s->max_reads = max_reads;
 	}
 	return s;
 }
@@ -148,17 +163,51 @@ static void count(isle_exp_store *s, const struct isle_record_info *in)
 			st->cost_le[b]++;
 }
 
-/* Reads the record of e (new or replaced); counts it the first time. */
+static void count_report(isle_exp_store *s, const struct isle_report *r)
+{
+	struct isle_exp_store_stats *st = &s->st;
+
+	st->jobs_reported++;
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
+		st->shim_taken[k] += r->taken[k];
+		st->shim_passed[k] += r->passed[k];
+	}
+	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
+		st->shim_sent[t] += r->sent[t];
+		st->shim_library[t] += r->library[t];
+	}
+}
+
+/* Reads the record or report of e (new or replaced); counts it the first
+ * time. */
 static void read_one(isle_exp_store *s, struct slot *e, const char *name)
 {
 	char path[4096];
 	struct isle_record_info in;
+	struct isle_report r;
 	void *rec;
 
 	if (snprintf(path, sizeof(path), "%s/%s", s->dir, name) >=
-		(int)sizeof(path) ||
-	    isle_record_read(path, &rec, NULL, 0)) {
+	    (int)sizeof(path)) {
 		e->state = SLOT_BAD;
+		s->st.bad_files++;
+		return;
+	}
+	if (s->reports) {
+		if (isle_report_read(path, &r, NULL, 0)) {
+			e->state = SLOT_BAD;
+			s->st.bad_files++;
+			return;
+		}
+		if (!e->counted)
+			count_report(s, &r);
+		e->counted = 1;
+		e->state = SLOT_OK;
+		return;
+	}
+	if (isle_record_read(path, &rec, NULL, 0)) {
+		e->state = SLOT_BAD;
+		s->st.bad_files++;
 		return;
 	}
 	isle_record_info(rec, &in);
@@ -166,6 +215,7 @@ static void read_one(isle_exp_store *s, struct slot *e, const char *name)
 	if (in.job_id != e->job_id) {
 		/* a record under another job's name */
 		e->state = SLOT_BAD;
+		s->st.bad_files++;
 		return;
 	}
 	if (!e->counted)
@@ -179,7 +229,7 @@ int isle_exp_store_scan(isle_exp_store *s, char *err, size_t errlen)
 	DIR *d = opendir(s->dir);
 	struct dirent *de;
 	time_t now = time(NULL);
-	long records = 0, partial = 0, bad = 0;
+	long records = 0, partial = 0, bad = 0, reads = 0, deferred = 0;
 
 	if (!d) {
 		int rc = -errno;
@@ -193,7 +243,8 @@ int isle_exp_store_scan(isle_exp_store *s, char *err, size_t errlen)
 	s->gen++;
 	while ((errno = 0, de = readdir(d))) {
 		uint32_t id;
-		int rc = isle_record_name_parse(de->d_name, &id);
+		int rc = s->reports ? isle_report_name_parse(de->d_name, &id)
+				    : isle_record_name_parse(de->d_name, &id);
 		struct slot *e;
 
 		if (rc == -EAGAIN)
@@ -205,6 +256,16 @@ int isle_exp_store_scan(isle_exp_store *s, char *err, size_t errlen)
 			return -ENOMEM;
 		}
 		e = find(s, id, 1);
+		if (s->max_reads &&
+		    (e->state == SLOT_EMPTY || e->state == SLOT_DEAD ||
+		     e->ino != de->d_ino || e->state == SLOT_GONE) &&
+		    reads++ >= s->max_reads) {
+			/* Left for the next scan; a known file stays seen. */
+			deferred++;
+			if (e->state != SLOT_EMPTY && e->state != SLOT_DEAD)
+				e->gen = s->gen;
+			continue;
+		}
 		if (e->state == SLOT_EMPTY || e->state == SLOT_DEAD) {
 			if (e->state == SLOT_EMPTY)
 				s->used++;
@@ -248,6 +309,7 @@ int isle_exp_store_scan(isle_exp_store *s, char *err, size_t errlen)
 		}
 	}
 	s->st.records = records;
+	s->st.deferred = deferred;
 	s->st.partial = partial;
 	s->st.unreadable = bad;
 	return 0;

@@ -50,8 +50,10 @@ isle_cluster_start --nodes 8 --gpus 4 --topology isle \
 	--etc-file "$work/isle.json" || fail "cluster did not start"
 
 # --- the exporter and Prometheus ---------------------------------------------
+# An empty reports directory: the shim's series are served (at 0); test 82
+# runs jobs with the shim.
 "$exporter" --listen 127.0.0.1:0 --port-file "$work/exp.port" --ttl 1 \
-	2>"$work/exporter.log" &
+	--reports-dir "$work/reports" 2>"$work/exporter.log" &
 exp_pid=$!
 wait_for 20 test -s "$work/exp.port" || fail "exporter did not start: $(cat "$work/exporter.log")"
 eport=$(cat "$work/exp.port")

@@ -491,6 +491,100 @@ static void test_render(void **state)
 	    ISLE_EXP_OPENMETRICS);
 }
 
+/* A report of `taken` 64 KiB calls, 2 passed small ones, 1000 bytes sent
+ * and 3000 the library's through the node tier. */
+static void put_report(const char *dir, const char *name, int taken)
+{
+	struct isle_report r = {.api = "mpi", .ranks = 2};
+	char path[512], err[256];
+
+	r.taken[3] = (uint64_t)taken;
+	r.passed[0] = 2;
+	r.sent[ISLE_SCOPE_NODE] = 1000;
+	r.library[ISLE_SCOPE_NODE] = 3000;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(isle_report_save(&r, path, err, sizeof(err)), 0);
+}
+
+static void test_reports(void **state)
+{
+	char dir[] = "/tmp/isle-test-reports.XXXXXX", path[600], err[512];
+	const struct isle_exp_store_stats *st;
+	struct isle_exp_snapshot snap = {.fragmentation = -1};
+	isle_exp_store *s;
+	char *om;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* Two new files read a scan. */
+	s = isle_exp_reports_create(dir, 2);
+	assert_non_null(s);
+	st = isle_exp_store_stats(s);
+	put_report(dir, "job_1.json", 5);
+	put_report(dir, "job_2.json", 7);
+	put_report(dir, "job_3.json", 1);
+	snprintf(path, sizeof(path), "%s/job_4.json", dir);
+	assert_int_equal(symlink("job_1.json", path), 0); /* not followed */
+	snprintf(path, sizeof(path), "%s/job_5.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 2 * ISLE_REPORT_MAX / 8; i++)
+		fputs("        ", f); /* too big */
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/.job_6.json.77", dir); /* writing */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+
+	for (int scan = 0; scan < 3; scan++)
+		assert_int_equal(isle_exp_store_scan(s, err, sizeof(err)), 0);
+	assert_int_equal(st->jobs_reported, 3);
+	assert_int_equal(st->shim_taken[3], 13);
+	assert_int_equal(st->shim_passed[0], 6);
+	assert_int_equal(st->shim_sent[ISLE_SCOPE_NODE], 3000);
+	assert_int_equal(st->shim_library[ISLE_SCOPE_NODE], 9000);
+	assert_int_equal(st->records, 3);
+	assert_int_equal(st->unreadable, 2);
+	assert_int_equal(st->deferred, 0);
+	assert_int_equal(st->bad_files, 2);
+	/* Read once: another scan counts nothing again. */
+	assert_int_equal(isle_exp_store_scan(s, err, sizeof(err)), 0);
+	assert_int_equal(st->jobs_reported, 3);
+	assert_int_equal(st->bad_files, 2);
+
+	snap.reports = st;
+	snap.src[ISLE_EXP_SRC_REPORTS].up = 1;
+	om = isle_exp_render(&snap, ISLE_EXP_OPENMETRICS, &len);
+	assert_non_null(om);
+	assert_true(has_line(om, "# TYPE isle_shim_jobs_reported counter"));
+	assert_true(has_line(om, "isle_shim_jobs_reported_total 3"));
+	assert_true(has_line(om, "isle_shim_allreduce_calls_total{path=\"taken\","
+				 "size_min_bytes=\"65536\"} 13"));
+	assert_true(has_line(om, "isle_shim_allreduce_calls_total{path=\"passed\","
+				 "size_min_bytes=\"0\"} 6"));
+	assert_true(has_line(om, "# UNIT isle_shim_sent_bytes bytes"));
+	assert_true(
+	    has_line(om, "isle_shim_sent_bytes_total{tier=\"node\"} 3000"));
+	assert_true(
+	    has_line(om, "isle_shim_library_bytes_total{tier=\"node\"} 9000"));
+	assert_true(has_line(om, "isle_shim_report_errors_total 2"));
+	assert_true(has_line(om, "isle_exporter_source_up{source=\"reports\"} 1"));
+	free(om);
+	/* A source not configured is left out, not shown down. */
+	snap.reports = NULL;
+	snap.src[ISLE_EXP_SRC_REPORTS].off = 1;
+	om = isle_exp_render(&snap, ISLE_EXP_OPENMETRICS, &len);
+	assert_non_null(om);
+	assert_null(strstr(om, "reports"));
+	assert_null(strstr(om, "isle_shim_"));
+	free(om);
+	isle_exp_store_destroy(s);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +595,7 @@ int main(void)
 	    cmocka_unit_test(test_store),
 	    cmocka_unit_test(test_fragmentation),
 	    cmocka_unit_test(test_render),
+	    cmocka_unit_test(test_reports),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
