@@ -49,6 +49,13 @@ int isle__explain_print(const char *path, int json, FILE *out, char *err,
 			size_t errlen);
 
 /*
+ * The shim's report of job_id from reports_dir (proto's isle_report_path,
+ * isle_report_read), as text after the decision. No directory, no report
+ * or an unreadable one is said in a line, never an error: returns 0.
+ */
+int isle__explain_report(const char *reports_dir, uint32_t job_id, FILE *out);
+
+/*
  * isle's "isle: ..." segment of the admin_comment field of a job in
  * `scontrol --json show job` output (json), copied into buf. 0, or -ENOENT
  * when there is no such job, field or segment.

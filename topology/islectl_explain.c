@@ -217,6 +217,82 @@ int isle__explain_print(const char *path, int json, FILE *out, char *err,
 	return 0;
 }
 
+static const char *const _class_names[ISLE_REPORT_CLASSES] = {
+    "< 256 B", "256 B - 4 KiB", "4 - 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB",
+    ">= 16 MiB"};
+
+int isle__explain_report(const char *reports_dir, uint32_t job_id, FILE *out)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256];
+	struct isle_report r;
+	int rc, any = 0;
+
+	if (!reports_dir || !reports_dir[0]) {
+		fprintf(out, "Shim:       no report looked for (no reports "
+			     "directory: --reports DIR or $ISLE_REPORTS_DIR, "
+			     "plugstack.conf's reports=)\n");
+		return 0;
+	}
+	if (isle_report_path(reports_dir, job_id, path, sizeof(path))) {
+		fprintf(out, "Shim:       %s: path too long\n", reports_dir);
+		return 0;
+	}
+	rc = isle_report_read(path, &r, err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(out,
+			"Shim:       no report for job %u in %s (the shim did "
+			"not run, the job has not ended, or the report was "
+			"pruned)\n",
+			job_id, reports_dir);
+		return 0;
+	}
+	if (rc) {
+		for (char *c = err; *c; c++)
+			if (iscntrl((unsigned char)*c))
+				*c = '?';
+		fprintf(out, "Shim:       report unreadable: %s\n", err);
+		return 0;
+	}
+	fprintf(out, "Shim:       %s, %d rank%s (report %s)\n", r.api, r.ranks,
+		r.ranks == 1 ? "" : "s", path);
+	fprintf(out, "            allreduce by size    %10s %10s\n", "taken",
+		"passed");
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++)
+		if (r.taken[k] || r.passed[k])
+			fprintf(out, "              %-18s %10llu %10llu\n",
+				_class_names[k], (unsigned long long)r.taken[k],
+				(unsigned long long)r.passed[k]);
+	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
+		if (!r.sent[t] && !r.library[t])
+			continue;
+		if (!any)
+			fprintf(out, "            %-8s %16s %16s %8s\n", "tier",
+				"sent B", "a ring B", "saved");
+		any = 1;
+		fprintf(out, "            %-8s %16llu %16llu ",
+			isle_scope_name((isle_scope)t),
+			(unsigned long long)r.sent[t],
+			(unsigned long long)r.library[t]);
+		if (r.library[t])
+			fprintf(out, "%7.1f%%",
+				100.0 * (1.0 - (double)r.sent[t] /
+						   (double)r.library[t]));
+		else
+			fprintf(out, "%8s", "-");
+		for (int c = 0; c < ISLE_CODEC_COUNT; c++)
+			if (r.codecs[t] & (1u << c))
+				fprintf(out, " %s",
+					isle_codec_kind_name((isle_codec_kind)c));
+		fprintf(out, "\n");
+	}
+	if (!any)
+		fprintf(out, "            no bytes through the shim's own path\n");
+	if (r.probe_bytes)
+		fprintf(out, "            crossover probe: %llu B in %.3f s\n",
+			(unsigned long long)r.probe_bytes, r.probe_s);
+	return 0;
+}
+
 /* StateSaveLocation from slurm.conf (last one wins, as in Slurm). */
 static int _state_dir_from_conf(const char *conf, char *dir, size_t len)
 {
@@ -332,11 +408,15 @@ static void _usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: islectl explain [--state-dir DIR] [--json] JOBID\n"
+	    "usage: islectl explain [--state-dir DIR] [--reports DIR] [--json] "
+	    "JOBID\n"
 	    "  Prints topology/isle's placement decision for a job: the\n"
-	    "  candidates considered, their scores and why the winner won.\n"
-	    "  DIR: StateSaveLocation (default: $ISLE_STATE_DIR, else from\n"
-	    "  $SLURM_CONF or /etc/slurm/slurm.conf).\n");
+	    "  candidates considered, their scores and why the winner won,\n"
+	    "  and, once the job has ended, its shim report.\n"
+	    "  --state-dir: StateSaveLocation (default: $ISLE_STATE_DIR,\n"
+	    "  else from $SLURM_CONF or /etc/slurm/slurm.conf).\n"
+	    "  --reports: the shim's reports (plugstack.conf reports=;\n"
+	    "  default $ISLE_REPORTS_DIR).\n");
 }
 
 /* islectl's subcommand (topology/islectl.h). */
@@ -344,11 +424,13 @@ int isle__cmd_explain(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"state-dir", required_argument, NULL, 's'},
+	    {"reports", required_argument, NULL, 'r'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	char dir[PATH_MAX] = "", rdir[PATH_MAX], path[PATH_MAX];
+	const char *reports = getenv("ISLE_REPORTS_DIR");
 	char err[PATH_MAX + 128];
 	const char *conf, *env;
 	char *end;
@@ -356,10 +438,13 @@ int isle__cmd_explain(int argc, char **argv)
 	int c, json = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			snprintf(dir, sizeof(dir), "%s", optarg);
+			break;
+		case 'r':
+			reports = optarg;
 			break;
 		case 'j':
 			json = 1;
@@ -424,5 +509,7 @@ int isle__cmd_explain(int argc, char **argv)
 		    job_id, err);
 		return 1;
 	}
+	if (!json)
+		isle__explain_report(reports, (uint32_t)job_id, stdout);
 	return 0;
 }

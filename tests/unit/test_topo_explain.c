@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "isle_proto.h"
 #include "islectl.h"
 
 /* A record as topology/isle writes it (isle_decision.c). */
@@ -263,10 +264,58 @@ static void test_admin_comment(void **state)
 	    isle__explain_admin_comment("not json", buf, sizeof(buf)), -ENOENT);
 }
 
+/* The shim's report beside the decision: present, missing, unreadable,
+ * no directory given; never an error. */
+static void test_report(void **state)
+{
+	char rdir[] = "/tmp/isle-explain-reports.XXXXXX", path[256], err[256];
+	struct isle_report r = {.api = "mpi", .ranks = 4};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void)state;
+	assert_non_null(mkdtemp(rdir));
+	r.taken[3] = 5;
+	r.passed[0] = 8;
+	r.sent[ISLE_SCOPE_ISLAND] = 8000000;
+	r.library[ISLE_SCOPE_ISLAND] = 6000000;
+	r.sent[ISLE_SCOPE_JOB] = 3000000;
+	r.library[ISLE_SCOPE_JOB] = 6000000;
+	r.codecs[ISLE_SCOPE_JOB] = 1u << ISLE_CODEC_INT8;
+	assert_int_equal(isle_report_path(rdir, 42, path, sizeof(path)), 0);
+	assert_int_equal(isle_report_save(&r, path, err, sizeof(err)), 0);
+
+	out = open_memstream(&buf, &len);
+	assert_int_equal(isle__explain_report(rdir, 42, out), 0);
+	assert_int_equal(isle__explain_report(rdir, 43, out), 0);
+	assert_int_equal(isle__explain_report(NULL, 42, out), 0);
+	assert_int_equal(isle_report_path(rdir, 44, path, sizeof(path)), 0);
+	assert_int_equal(symlink("job_42.json", path), 0);
+	assert_int_equal(isle__explain_report(rdir, 44, out), 0);
+	fclose(out);
+	assert_non_null(strstr(buf, "Shim:       mpi, 4 ranks (report "));
+	assert_non_null(strstr(buf, "64 KiB - 1 MiB              5          0"));
+	assert_non_null(strstr(buf, "< 256 B                     0          8"));
+	assert_non_null(strstr(buf, "island            8000000          6000000"
+				    "   -33.3%"));
+	assert_non_null(strstr(buf, "job               3000000          6000000"
+				    "    50.0% int8"));
+	assert_non_null(strstr(buf, "no report for job 43 in"));
+	assert_non_null(strstr(buf, "no report looked for (no reports "
+				    "directory"));
+	assert_non_null(strstr(buf, "report unreadable: "));
+	assert_non_null(strstr(buf, "job_44.json: a symbolic link"));
+	free(buf);
+	snprintf(path, sizeof(path), "rm -rf '%s'", rdir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_report),
 	    cmocka_unit_test(test_admin_comment),
 	    cmocka_unit_test(test_no_placement),
 	    cmocka_unit_test(test_control_chars),
