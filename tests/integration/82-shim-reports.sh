@@ -5,7 +5,7 @@
 # cluster (4 fake GPUs a node, one NVLink domain), spank_isle.so with
 # shim= and reports=, isle-exporter --reports-dir, Debian's Prometheus:
 #  1. An MPICH job of 2 nodes x 2 ranks under `srun --mpi=pmi2`, the shim
-#     injected by SPANK: while it runs no report; once it has ended its
+#     injected by SPANK (the hierarchy from 1 KiB on): once it has ended its
 #     report is in the reports directory (root's, 0644), and through
 #     Prometheus's HTTP API isle_shim_jobs_reported_total goes 0 -> 1 and
 #     the allreduce calls and bytes sent per tier equal the stored report's
@@ -120,7 +120,9 @@ export ISLE_COMM_TIMEOUT_S=60 ISLE_COMM_VERBOSE=1
 # A loaded 2-core host now and then fails a task launch before any of
 # isle's code ran (see 44-comm-preload-spank.sh): launch again then.
 for try in 1 2 3; do
+	# The hierarchy from 1 KiB on: calls taken and bytes per tier, as in 67.
 	timeout 150 srun --kill-on-bad-exit=1 --mpi=pmi2 env ISLE_COMM_CODEC=none \
+		ISLE_COMM_ALGO=hier ISLE_COMM_MIN_BYTES=1K \
 		$CHECK_MPICH exact --sizes 1,1000,100000 >$jobs/good.out 2>&1
 	rc=\$?
 	[ \$rc = 0 ] && break
@@ -146,7 +148,8 @@ calls=$(awk '$1 == "class" { s += $4 + $6 } END { print s + 0 }' "$work/dump")
 taken=$(awk '$1 == "class" { s += $4 } END { print s + 0 }' "$work/dump")
 sent=$(awk '$1 == "tier" { s += $4 } END { print s + 0 }' "$work/dump")
 library=$(awk '$1 == "tier" { s += $6 } END { print s + 0 }' "$work/dump")
-[ "$calls" -gt 0 ] || fail "the report counts no allreduce: $(cat "$work/dump")"
+[ "$taken" -gt 0 ] && [ "$calls" -gt "$taken" ] && [ "$sent" -gt 0 ] && [ "$library" -gt 0 ] ||
+	fail "the report should count calls taken and passed and bytes per tier: $(cat "$work/dump")"
 echo "job $good: report stored: $calls allreduce ($taken taken), $sent B sent, a ring $library B"
 # The run directory and the report in it went with the job.
 for n in $(isle_pt_job_nodes "$good" 2>/dev/null || true); do
