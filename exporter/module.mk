@@ -34,3 +34,11 @@ BENCHES += bench-exporter
 bench-exporter: $(B)/bin/isle-exporter $(B)/bin/islectl
 	@mkdir -p $(B)/bench
 	@exporter/bench.sh $(B) $(B)/bench/exporter.json
+
+# The shim reports source with 100,000 reports arriving at once
+# (exporter/bench-reports.sh): build/bench/exporter-reports.json.
+BENCHES += bench-exporter-reports
+.PHONY: bench-exporter-reports
+bench-exporter-reports: $(B)/bin/isle-exporter
+	@mkdir -p $(B)/bench
+	@exporter/bench-reports.sh $(B) $(B)/bench/exporter-reports.json
