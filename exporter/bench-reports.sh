@@ -44,7 +44,8 @@ pid=$!
 for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 url=http://127.0.0.1:$(cat "$work/port")/metrics
 accept='application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
-: >"$work/refresh" >"$work/times"
+: >"$work/refresh"
+: >"$work/times"
 last_ts="" done_=0
 for _ in $(seq 1 2400); do
 	t=$(curl -sf -H "Accept: $accept" -o "$work/s.txt" -w '%{time_total}' "$url") || { sleep 0.5; continue; }

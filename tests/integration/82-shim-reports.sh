@@ -217,7 +217,7 @@ for n in $(scontrol show hostnames "$(sinfo -h -o %N)"); do
 	st=$(scontrol -o show node "$n" | grep -o 'State=[^ ]*')
 	case $st in *DRAIN* | *DOWN* | *FAIL*) fail "node $n: $st after the tampering jobs" ;; esac
 done
-others=$(ls -A "$reports" | grep -v "^job_$good.json\$" || true)
+others=$(find "$reports" -mindepth 1 ! -name "job_$good.json")
 [ -z "$others" ] || fail "other files in $reports: $others"
 # A job without a report: explain says so, exit 0.
 "$islectl" explain --state-dir "$statedir" --reports "$reports" "$j" >"$work/explain2" 2>&1 ||
