@@ -429,13 +429,6 @@ out:
 	free(grp);
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* phase_ms rows [compute, tp, pp, dp, lat_min_us, lat_max_us] of one job:
  * the measured phases and the per-hop latency of its probe. */
 static void probe_parse(struct rjob *j, json_object *rows)
@@ -460,12 +453,8 @@ static void probe_parse(struct rjob *j, json_object *rows)
 		    json_object_get_double(json_object_array_get_idx(row, 4));
 		j->nph++;
 	}
-	if (m && hops) {
-		qsort(lat, (size_t)m, sizeof(*lat), cmp_dbl);
-		j->hop_s =
-		    (m % 2 ? lat[m / 2] : (lat[m / 2 - 1] + lat[m / 2]) / 2) /
-		    hops * 1e-6;
-	}
+	if (m && hops)
+		j->hop_s = sim_median(lat, m) / hops * 1e-6;
 	free(lat);
 }
 
