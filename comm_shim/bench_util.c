@@ -65,7 +65,8 @@ int isle__bench_parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-float isle__bench_datum(int rank, size_t i)
+/* The data (bench_util.h): a mix of (rank, index) into a cube. */
+static float datum(int rank, size_t i)
 {
 	uint64_t z = ((uint64_t)rank << 40) ^ (uint64_t)i;
 	double u;
@@ -80,12 +81,12 @@ float isle__bench_datum(int rank, size_t i)
 void isle__bench_fill(int rank, int size, size_t n, float *in, float *ref)
 {
 	for (size_t i = 0; i < n; i++)
-		in[i] = isle__bench_datum(rank, i);
+		in[i] = datum(rank, i);
 	for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
 		float sum = 0;
 
 		for (int r = 0; r < size; r++)
-			sum += isle__bench_datum(r, i);
+			sum += datum(r, i);
 		ref[i / (size_t)size] = sum;
 	}
 }

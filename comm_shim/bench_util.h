@@ -29,7 +29,6 @@ int isle__bench_parse_size(const char *s, size_t *out);
  * Fills in[0..n) with this rank's data and ref[k] with the exact sum of
  * element rank + k * size, the elements this rank checks.
  */
-float isle__bench_datum(int rank, size_t i);
 void isle__bench_fill(int rank, int size, size_t n, float *in, float *ref);
 
 /* Checks out[0..n) where this rank owns the elements (i = rank mod size)
