@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,12 +284,39 @@ static int merge_root(struct isle__jwalk *w, isle_topo *t, struct jv *root)
 	return rc ? rc : node;
 }
 
-int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
-				  const char *name, char *err, size_t errlen)
+/* The "fabric" object of a node file (NVML's fabric clique of its GPUs)
+ * as "uuid:clique" in key, or "" if none. */
+static int fabric_key(struct isle__jwalk *w, struct jv *root, char *key,
+		      size_t len)
+{
+	struct jv *f, *u, *q;
+	int64_t clique;
+
+	key[0] = '\0';
+	if (!jv_get_ex(root, "fabric", &f) || !jv_is(f, JV_OBJ) ||
+	    !jv_get_ex(f, "cluster_uuid", &u) || !jv_is(u, JV_STR) ||
+	    !jv_get_ex(f, "clique", &q) || !jv_is(q, JV_INT))
+		return 0;
+	clique = jv_int64(q);
+	clique = clique > INT32_MAX   ? INT32_MAX
+		 : clique < INT32_MIN ? INT32_MIN
+				      : clique;
+	/* The domain's name: it reaches the plan and cluster files. */
+	snprintf(key, len, "%s:%d", jv_str(u), (int)clique);
+	if (!isle_name_check(key))
+		return 0;
+	isle__jpush_key(w, "fabric");
+	return isle__jerr_key(w, -EINVAL, "cluster_uuid", "'%s' is not a UUID",
+			      jv_str(u));
+}
+
+/* Merges one node file; key (NULL: not wanted) gets its fabric key. */
+static int merge_buf(isle_topo *t, const char *buf, const char *name, char *key,
+		     size_t keylen, char *err, size_t errlen)
 {
 	struct isle__jwalk w;
 	struct jv_doc doc;
-	int rc;
+	int rc, k;
 
 	isle__jwalk_init(&w, name ? name : "node JSON", err, errlen);
 	if (!t || !buf)
@@ -299,8 +325,17 @@ int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
 	if (rc)
 		return rc;
 	rc = merge_root(&w, t, jv_or_null(&doc.root));
+	if (rc >= 0 && key &&
+	    (k = fabric_key(&w, jv_or_null(&doc.root), key, keylen)) < 0)
+		rc = k;
 	isle__jv_doc_free(&doc);
 	return rc;
+}
+
+int isle_topo_merge_node_json_buf(isle_topo *t, const char *buf,
+				  const char *name, char *err, size_t errlen)
+{
+	return merge_buf(t, buf, name, NULL, 0, err, errlen);
 }
 
 int isle_topo_merge_node_json(isle_topo *t, const char *path, char *err,
@@ -320,7 +355,7 @@ int isle_topo_merge_node_json(isle_topo *t, const char *path, char *err,
 /* --- Multi-node NVLink domains -------------------------------------------- */
 
 struct domain_member {
-	char key[96]; /* "<cluster uuid>/<clique>" */
+	char key[96]; /* "<cluster uuid>:<clique>" */
 	int node;
 };
 
@@ -330,36 +365,6 @@ static int cmp_member(const void *a, const void *b)
 	int c = strcmp(x->key, y->key);
 
 	return c ? c : (x->node > y->node) - (x->node < y->node);
-}
-
-/* The "fabric" object of a node file, as "uuid/clique", or "" if none. */
-static int fabric_key(const char *buf, const char *name, char *key, size_t len,
-		      char *err, size_t errlen)
-{
-	json_object *root = json_tokener_parse(buf), *f, *u, *q;
-
-	key[0] = '\0';
-	if (!root)
-		return isle__errf(-EINVAL, err, errlen, "%s: not JSON", name);
-	if (json_object_object_get_ex(root, "fabric", &f) && f &&
-	    json_object_is_type(f, json_type_object) &&
-	    json_object_object_get_ex(f, "cluster_uuid", &u) &&
-	    json_object_is_type(u, json_type_string) &&
-	    json_object_object_get_ex(f, "clique", &q) &&
-	    json_object_is_type(q, json_type_int)) {
-		/* The domain's name: it reaches the plan and cluster files. */
-		snprintf(key, len, "%s:%d", json_object_get_string(u),
-			 json_object_get_int(q));
-		if (isle_name_check(key)) {
-			json_object_put(root);
-			return isle__errf(-EINVAL, err, errlen,
-					  "%s: $.fabric.cluster_uuid: '%s' is "
-					  "not a UUID",
-					  name, json_object_get_string(u));
-		}
-	}
-	json_object_put(root);
-	return 0;
 }
 
 int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
@@ -381,18 +386,13 @@ int isle_topo_merge_node_json_files(isle_topo *t, const char *const *paths,
 		rc = isle__read_file(paths[i], &buf, err, errlen);
 		if (rc < 0)
 			goto out;
-		node = isle_topo_merge_node_json_buf(t, buf, paths[i], err,
-						     errlen);
-		if (node >= 0)
-			rc = fabric_key(buf, paths[i], m[nm].key,
-					sizeof(m[nm].key), err, errlen);
+		node = merge_buf(t, buf, paths[i], m[nm].key, sizeof(m[nm].key),
+				 err, errlen);
 		free(buf);
 		if (node < 0) {
 			rc = node;
 			goto out;
 		}
-		if (rc < 0)
-			goto out;
 		if (m[nm].key[0])
 			m[nm++].node = node;
 	}
