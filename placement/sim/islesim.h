@@ -29,8 +29,6 @@ int sim_cluster_blocks(const isle_topo *t, int *block);
 /* Thread CPU time in microseconds: a decision's own cost, not inflated
  * when the machine is shared and the thread is preempted. */
 double sim_now_us(void);
-/* qsort comparator of doubles, ascending. */
-int sim_cmp_dbl(const void *a, const void *b);
 /* The p-th percentile (0 < p <= 1) of v[0..n) by nearest rank: the
  * ceil(p * n)-th smallest. Sorts v; 0 when n is 0. */
 double sim_pct(double *v, int n, double p);

@@ -17,7 +17,7 @@ double sim_now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-int sim_cmp_dbl(const void *a, const void *b)
+static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
@@ -30,7 +30,7 @@ double sim_pct(double *v, int n, double p)
 
 	if (n <= 0)
 		return 0.0;
-	qsort(v, (size_t)n, sizeof(*v), sim_cmp_dbl);
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
 	k = (int)ceil(p * n) - 1;
 	if (k < 0)
 		k = 0;
@@ -43,7 +43,7 @@ double sim_median(double *v, int n)
 {
 	if (n <= 0)
 		return 0.0;
-	qsort(v, (size_t)n, sizeof(*v), sim_cmp_dbl);
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
