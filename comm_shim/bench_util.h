@@ -1,8 +1,8 @@
 /*
- * bench_util.h - what the allreduce benchmark drivers share (bench_comm,
- * bench_paired): their clock, order statistics, byte counts and the data
- * whose exact sum every rank knows. Benchmark tools only, no library
- * links it; no MPI, so one object serves the Open MPI and MPICH builds.
+ * bench_util.h - what the comm benchmark drivers share (bench_comm,
+ * bench_paired, bench_preload): their clock, order statistics, byte counts
+ * and the data whose exact sum every rank knows. Benchmark tools only, no
+ * library links it; no MPI, so one object serves the Open MPI and MPICH builds.
  */
 #ifndef ISLE_BENCH_UTIL_H
 #define ISLE_BENCH_UTIL_H

@@ -174,7 +174,7 @@ include comm_shim/gpu.mk
 
 # Start-up cost of the preload library (not a test): make bench-preload.
 all: $(B)/bench/bench_preload
-$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o
+$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o $(B)/comm_shim/bench_util.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^
 BENCHES += bench-preload
