@@ -23,9 +23,8 @@
  * Rates are tc rates ("1gbit", "500mbit"); bandwidths printed are GB/s
  * (bytes), like the plan's bw_gbps.
  *
- * A benchmark driver, not part of any library: its subcommands share the
- * option parsing and result format, so it stays one file of about 900
- * lines.
+ * The report subcommand is bench_comm_report.c; helpers shared with
+ * bench_paired are in bench_util.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,30 +33,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <mpi.h>
 
+#include "bench_comm.h"
+#include "bench_util.h"
 #include "isle_comm.h"
 
-#define MAX_RESULTS 256
-
-struct opts {
-	int nodes, ppn, mtu;
-	double shaped_bytes; /* bytes the uplinks' tbf qdiscs sent */
-	double rate_bps;     /* link rate, bits per second */
-	const char *rate;
-	double lat_us;
-	const char *algo;
-	size_t min_bytes, max_bytes;
-	int step;
-	const char *results, *codecs, *probe, *out;
-	const char *links, *idle, *converge;
-};
-
-#define ISLE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static void die(const char *fmt, const char *arg)
+void isle__bench_comm_die(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "bench_comm: ");
 	fprintf(stderr, fmt, arg);
@@ -82,39 +65,17 @@ static double parse_rate(const char *s)
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (v > 0 && !strcasecmp(end, units[i].unit))
 			return v * units[i].mult;
-	die("bad rate '%s' (expected e.g. 1gbit)", s);
+	isle__bench_comm_die("bad rate '%s' (expected e.g. 1gbit)", s);
 	return 0;
 }
 
 static size_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
+	size_t v = 0;
 
-	if (end == s)
-		die("bad byte count '%s'", s);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end)
-		die("bad byte count '%s'", s);
-	return (size_t)v;
+	if (isle__bench_parse_size(s, &v))
+		isle__bench_comm_die("bad byte count '%s'", s);
+	return v;
 }
 
 static void parse_opts(int argc, char **argv, struct opts *o)
@@ -132,7 +93,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v)
-			die("%s needs a value", k);
+			isle__bench_comm_die("%s needs a value", k);
 		i++;
 		if (!strcmp(k, "--nodes"))
 			o->nodes = atoi(v);
@@ -169,32 +130,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		else if (!strcmp(k, "--converge"))
 			o->converge = v;
 		else
-			die("unknown option %s", k);
+			isle__bench_comm_die("unknown option %s", k);
 	}
 	o->rate_bps = parse_rate(o->rate);
 	if (o->nodes < 2 || o->ppn < 1 || o->step < 2 || o->min_bytes < 4)
-		die("%s", "need --nodes >= 2, --ppn >= 1, --step >= 2");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+		isle__bench_comm_die(
+		    "%s", "need --nodes >= 2, --ppn >= 1, --step >= 2");
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -295,7 +236,7 @@ static int cmd_probe(const struct opts *o)
 
 /* ----------------------------------------------------------------- mpi */
 
-static const char *codec_of(const char *algo)
+const char *isle__bench_codec_of(const char *algo)
 {
 	static const struct {
 		const char *algo, *codec;
@@ -321,54 +262,9 @@ static int reps_for(size_t bytes, int *warmup)
 	return bytes <= (64u << 20) ? 10 : 5;
 }
 
-/* Quantile q of sorted v[0..n) (linear between closest ranks). */
-static double quantile(const double *v, int n, double q)
-{
-	double x = q * (n - 1);
-	int i = (int)x;
-
-	return i + 1 < n ? v[i] + (x - i) * (v[i + 1] - v[i]) : v[n - 1];
-}
-
-/*
- * The benchmark's data: integer-valued floats in [-64, 64], most near zero
- * (a cube, like gradients), a pure function of (rank, index), so every rank
- * can compute the exact sum of all ranks' data itself: an allreduce result
- * independent of any MPI (integer sums below 2^24 are exact in fp32).
- */
-static float datum(int rank, size_t i)
-{
-	uint64_t z = ((uint64_t)rank << 40) ^ (uint64_t)i;
-	double u;
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	z ^= z >> 31;
-	u = (double)(z >> 11) / 9007199254740992.0 - 0.5;
-	return (float)rint(u * u * u * 512.0);
-}
-
-/*
- * Verify out[0..n) against the exact sums: this rank checks the elements
- * i = rank mod size (ref[i / size]); together the ranks check them all.
- * Mismatches and sums of squares of error and reference for ||e|| / ||ref||.
- */
-static void check(const float *out, const float *ref, size_t n, int rank,
-		  int size, double acc[3])
-{
-	for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
-		float r = ref[i / (size_t)size];
-		double d = (double)out[i] - (double)r;
-
-		acc[0] += memcmp(&out[i], &r, sizeof(float)) != 0;
-		acc[1] += d * d;
-		acc[2] += (double)r * (double)r;
-	}
-}
-
 static int cmd_mpi(const struct opts *o)
 {
-	const char *codec = codec_of(o->algo);
+	const char *codec = isle__bench_codec_of(o->algo);
 	struct isle_comm_config cfg;
 	isle_comm *c = NULL;
 	int rank, size, rc = 0;
@@ -412,15 +308,7 @@ static int cmd_mpi(const struct opts *o)
 		goto out;
 	}
 	memset(out, 0, maxn * sizeof(float)); /* fault the pages in now */
-	for (size_t i = 0; i < maxn; i++)
-		in[i] = datum(rank, i);
-	for (size_t i = (size_t)rank; i < maxn; i += (size_t)size) {
-		float sum = 0;
-
-		for (int r = 0; r < size; r++)
-			sum += datum(r, i);
-		ref[i / (size_t)size] = sum;
-	}
+	isle__bench_fill(rank, size, maxn, in, ref);
 
 	for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;
 	     bytes *= (size_t)o->step) {
@@ -436,7 +324,7 @@ static int cmd_mpi(const struct opts *o)
 				run = isle_algo_name(
 				    isle_comm_algo_for(c, n, ISLE_DTYPE_F32));
 			MPI_Barrier(MPI_COMM_WORLD);
-			mine = now_s();
+			mine = isle__bench_now_s();
 			if (c)
 				rc = isle_comm_allreduce(
 				    c, in, out, n, ISLE_DTYPE_F32,
@@ -444,7 +332,7 @@ static int cmd_mpi(const struct opts *o)
 			else
 				rc = MPI_Allreduce(in, out, (int)n, MPI_FLOAT,
 						   MPI_SUM, MPI_COMM_WORLD);
-			mine = now_s() - mine;
+			mine = isle__bench_now_s() - mine;
 			if (rc) {
 				fprintf(stderr,
 					"bench_comm: %s: %zu bytes: "
@@ -459,7 +347,8 @@ static int cmd_mpi(const struct opts *o)
 			 * residual yet: its error is the codec's own.
 			 */
 			if (i == -warmup)
-				check(out, ref, n, rank, size, acc);
+				acc[0] += (double)isle__bench_check(
+				    out, ref, n, rank, size, acc + 1);
 			/* A collective takes as long as its slowest rank. */
 			if (i >= 0)
 				MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE,
@@ -469,16 +358,17 @@ static int cmd_mpi(const struct opts *o)
 		bad_all = (size_t)sum[0];
 		rel_all = sum[2] > 0 ? sqrt(sum[1] / sum[2]) : sqrt(sum[1]);
 		if (rank == 0) {
-			qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+			qsort(t, (size_t)reps, sizeof(*t), isle__bench_cmp_dbl);
 			printf("{\"algo\":\"%s\",\"bytes\":%zu,"
 			       "\"time_us_median\":%.1f,\"time_us_p10\":%.1f,"
 			       "\"time_us_p90\":%.1f,\"reps\":%d,\"warmup\":%d,"
 			       "\"run\":\"%s\",\"mismatches\":%zu,"
 			       "\"rel_error\":%.3g}\n",
-			       o->algo, bytes, median(t, reps) * 1e6,
-			       quantile(t, reps, 0.1) * 1e6,
-			       quantile(t, reps, 0.9) * 1e6, reps, warmup, run,
-			       bad_all, rel_all);
+			       o->algo, bytes,
+			       isle__bench_quantile(t, reps, 0.5) * 1e6,
+			       isle__bench_quantile(t, reps, 0.1) * 1e6,
+			       isle__bench_quantile(t, reps, 0.9) * 1e6, reps,
+			       warmup, run, bad_all, rel_all);
 			fflush(stdout);
 		}
 		/* Codec none must be bit-exact; so must every MPI variant. */
@@ -507,9 +397,9 @@ out:
 	({                                                                     \
 		double best_ = 0;                                              \
 		for (int r_ = 0; r_ < 5; r_++) {                               \
-			double t_ = now_s();                                   \
+			double t_ = isle__bench_now_s();                       \
 			stmt;                                                  \
-			t_ = now_s() - t_;                                     \
+			t_ = isle__bench_now_s() - t_;                         \
 			if ((double)(bytes) / t_ / 1e9 > best_)                \
 				best_ = (double)(bytes) / t_ / 1e9;            \
 		}                                                              \
@@ -583,319 +473,6 @@ out:
 	return rc ? 1 : 0;
 }
 
-/* -------------------------------------------------------------- report */
-
-struct result {
-	char algo[32], run[32];
-	size_t bytes;
-	double us, p10, p90, rel_error, mismatches;
-	int reps;
-};
-
-static double json_num(const char *json, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(json, pat);
-	return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
-static int read_results(const char *path, struct result *r, int max)
-{
-	FILE *f = fopen(path, "r");
-	char line[1024];
-	int n = 0;
-
-	if (!f)
-		die("cannot open %s", path);
-	while (n < max && fgets(line, sizeof(line), f)) {
-		const char *run = strstr(line, "\"run\":\"");
-
-		if (sscanf(line, "{\"algo\":\"%31[^\"]\",\"bytes\":%zu,",
-			   r[n].algo, &r[n].bytes) != 2)
-			continue;
-		r[n].us = json_num(line, "time_us_median");
-		r[n].p10 = json_num(line, "time_us_p10");
-		r[n].p90 = json_num(line, "time_us_p90");
-		r[n].rel_error = json_num(line, "rel_error");
-		r[n].mismatches = json_num(line, "mismatches");
-		r[n].reps = (int)json_num(line, "reps");
-		if (!run || sscanf(run, "\"run\":\"%31[^\"]\"", r[n].run) != 1)
-			snprintf(r[n].run, sizeof(r[n].run), "mpi");
-		n++;
-	}
-	fclose(f);
-	return n;
-}
-
-/* Whole file into a NUL-terminated string without its trailing newline. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *s = NULL;
-	long len;
-
-	if (!f)
-		die("cannot open %s", path);
-	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) || !(s = calloc(1, (size_t)len + 1)) ||
-	    fread(s, 1, (size_t)len, f) != (size_t)len)
-		die("cannot read %s", path);
-	fclose(f);
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
-		s[--len] = '\0';
-	return s;
-}
-
-/*
- * Alpha-beta bound on the emulated link for the algorithm that ran (bytes
- * each node pushes through its uplink, one direction, at the tc rate;
- * intra-node work free), P ranks on G nodes, ranks numbered node by node:
- *   ring: each uplink carries one of the P chunks per step, 2 (P-1) steps:
- *     2 (P-1)/P * N bytes, 2 (P-1) latencies;
- *   Rabenseifner, han, isle hier (codec none): the node's share crosses
- *     once each way: 2 (G-1)/G * N bytes (encoded for isle's codecs; top-k's
- *     reduced chunk carries up to G * k pairs back), 2 (G-1) latencies;
- *   Open MPI's default (fixed rules pick among them): the smaller of both.
- */
-static double bound_us(const struct opts *o, const struct result *r,
-		       double lat_us)
-{
-	double bps = o->rate_bps / 8, n = (double)r->bytes;
-	int p = o->nodes * o->ppn, g = o->nodes;
-	const char *spec = codec_of(r->algo);
-	double ring =
-	    2.0 * (p - 1) * lat_us + 2.0 * (p - 1) / p * n / bps * 1e6;
-	double half =
-	    2.0 * (g - 1) * lat_us + 2.0 * (g - 1) / g * n / bps * 1e6;
-	struct isle_codec c;
-	size_t elems = r->bytes / sizeof(float), part;
-	double wire;
-
-	if (!strcmp(r->algo, "mpi_ring") || !strcmp(r->run, "ring"))
-		return ring;
-	if (!strcmp(r->algo, "mpi_rabenseifner") || !strcmp(r->algo, "mpi_han"))
-		return half;
-	if (!spec || !strcmp(r->run, "passthrough") ||
-	    !strcmp(r->run, "rdoubling"))
-		return fmin(ring, half);
-	if (isle_codec_parse(spec, &c, NULL, 0))
-		return NAN;
-	part = elems * (size_t)(g - 1) / (size_t)g;
-	wire = (double)isle_codec_encoded_size(&c, part);
-	if (c.kind == ISLE_CODEC_TOPK)
-		c.ratio = fmin(1.0, c.ratio * g);
-	wire += (double)isle_codec_encoded_size(&c, part);
-	return 2.0 * (g - 1) * lat_us + wire / bps * 1e6;
-}
-
-static const char *const mpi_algos[] = {"mpi_default", "mpi_ring",
-					"mpi_rabenseifner", "mpi_han"};
-
-/* The fastest MPI variant (median) at r's size, or NULL. */
-static const struct result *mpi_best(const struct result *r, int n,
-				     size_t bytes)
-{
-	const struct result *best = NULL;
-
-	for (int j = 0; j < n; j++)
-		for (size_t m = 0; m < ISLE_ARRAY_LEN(mpi_algos); m++)
-			if (!strcmp(r[j].algo, mpi_algos[m]) &&
-			    r[j].bytes == bytes &&
-			    (!best || r[j].us < best->us))
-				best = &r[j];
-	return best;
-}
-
-/* Lines "ALGO LINK BYTES" -> {"ALGO": {"LINK": B, ..., "total": T}, ...} */
-static void print_links(FILE *f, const char *path)
-{
-	FILE *in = path ? fopen(path, "r") : NULL;
-	char algo[64], link[64], prev[64] = "";
-	double b, total = 0;
-	int first = 1;
-
-	fprintf(f, "\"link_bytes\": {");
-	while (in && fscanf(in, "%63s %63s %lf", algo, link, &b) == 3) {
-		if (strcmp(algo, prev)) {
-			if (prev[0])
-				fprintf(f, ", \"total\": %.0f}", total);
-			fprintf(f, "%s\n  \"%s\": {", first ? "" : ",", algo);
-			snprintf(prev, sizeof(prev), "%s", algo);
-			total = 0;
-			first = 1;
-		}
-		fprintf(f, "%s\"%s\": %.0f", first ? "" : ", ", link, b);
-		total += b;
-		first = 0;
-	}
-	if (prev[0])
-		fprintf(f, ", \"total\": %.0f}", total);
-	fprintf(f, "\n},\n");
-	if (in)
-		fclose(in);
-}
-
-/* Lines "NAME PCT" -> {"NAME": PCT, ...} */
-static void print_idle(FILE *f, const char *path)
-{
-	FILE *in = path ? fopen(path, "r") : NULL;
-	char name[64];
-	double pct;
-	int i = 0;
-
-	fprintf(f, "\"idle_cpu_pct\": {");
-	while (in && fscanf(in, "%63s %lf", name, &pct) == 2)
-		fprintf(f, "%s\"%s\": %.1f", i++ ? ", " : "", name, pct);
-	fprintf(f, "},\n");
-	if (in)
-		fclose(in);
-}
-
-/* "KEY": VALUE, or null where VALUE is not finite (JSON has no nan). */
-static void json_num_out(FILE *f, const char *key, const char *fmt, double v)
-{
-	fprintf(f, "\"%s\": ", key);
-	if (isfinite(v))
-		fprintf(f, fmt, v);
-	else
-		fputs("null", f);
-}
-
-/* JSON lines of train_mnist -> "convergence": [...] */
-static void print_converge(FILE *f, const char *path)
-{
-	FILE *in = path ? fopen(path, "r") : NULL;
-	char line[1024];
-	int i = 0;
-
-	fprintf(f, "\"convergence\": [");
-	while (in && fgets(line, sizeof(line), in)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '{')
-			fprintf(f, "%s\n  %s", i++ ? "," : "", line);
-	}
-	fprintf(f, "\n],\n");
-	if (in)
-		fclose(in);
-}
-
-static int cmd_report(const struct opts *o)
-{
-	static struct result r[MAX_RESULTS];
-	char *codecs, *probe;
-	double lat_us, link_gbps;
-	int n;
-	FILE *f;
-
-	if (!o->results || !o->codecs || !o->probe || !o->out)
-		die("%s", "report needs --results --codecs --probe --out");
-	n = read_results(o->results, r, MAX_RESULTS);
-	codecs = slurp(o->codecs);
-	probe = slurp(o->probe);
-	lat_us = json_num(probe, "lat_us");
-	link_gbps = json_num(probe, "gbps");
-	if (!(lat_us >= 0))
-		lat_us = 0;
-
-	f = fopen(o->out, "w");
-	if (!f)
-		die("cannot write %s", o->out);
-	fprintf(f,
-		"{\n\"link\": {\"nodes\": %d, \"ranks_per_node\": %d, "
-		"\"node\": \"network+UTS namespace\", "
-		"\"intra_node\": \"shared memory (Open MPI vader)\", "
-		"\"inter_node\": \"TCP over veth + bridge\", "
-		"\"qdisc\": \"tbf\", \"rate\": \"%s\", "
-		"\"rate_gbps\": %.4f, \"mtu\": %d, "
-		"\"measured_lat_us\": %.2f, \"measured_gbps\": %.4f, "
-		"\"shaped_bytes\": %.0f},\n",
-		o->nodes, o->ppn, o->rate, o->rate_bps / 8 / 1e9, o->mtu,
-		lat_us, link_gbps, o->shaped_bytes);
-	print_idle(f, o->idle);
-	print_links(f, o->links);
-	/* codecs file: {"backend":..,"memcpy_gbps":X,"codecs":[...]} */
-	fprintf(f, "\"memcpy_gbps\": %.3f,\n", json_num(codecs, "memcpy_gbps"));
-	{
-		const char *a = strstr(codecs, "\"codecs\":");
-		const char *z = strrchr(codecs, ']');
-
-		if (a && z > a)
-			fprintf(f, "%.*s,\n", (int)(z + 1 - a), a);
-		else
-			fprintf(f, "\"codecs\": [],\n");
-	}
-	print_converge(f, o->converge);
-	for (size_t m = 0; m < ISLE_ARRAY_LEN(mpi_algos); m++) {
-		int k = 0;
-
-		fprintf(f, "\"%s\": [", mpi_algos[m]);
-		for (int i = 0; i < n; i++)
-			if (!strcmp(r[i].algo, mpi_algos[m]))
-				fprintf(f,
-					"%s\n  {\"bytes\": %zu, "
-					"\"time_us_median\": %.1f, "
-					"\"time_us_p10\": %.1f, "
-					"\"time_us_p90\": %.1f}",
-					k++ ? "," : "", r[i].bytes, r[i].us,
-					r[i].p10, r[i].p90);
-		fprintf(f, "\n],\n");
-	}
-	fprintf(f, "\"mpi_best\": [");
-	for (int i = 0, k = 0; i < n; i++) {
-		const struct result *b = mpi_best(r, n, r[i].bytes);
-
-		if (b == &r[i])
-			fprintf(f,
-				"%s\n  {\"bytes\": %zu, \"algo\": \"%s\", "
-				"\"time_us_median\": %.1f}",
-				k++ ? "," : "", b->bytes, b->algo, b->us);
-	}
-	fprintf(f, "\n],\n\"results\": [");
-	for (int i = 0; i < n; i++) {
-		const struct result *b = mpi_best(r, n, r[i].bytes);
-
-		fprintf(f,
-			"%s\n  {\"algo\": \"%s\", \"bytes\": %zu, "
-			"\"time_us_median\": %.1f, \"time_us_p10\": %.1f, "
-			"\"time_us_p90\": %.1f, \"reps\": %d, \"run\": \"%s\", "
-			"\"mismatches\": %.0f, ",
-			i ? "," : "", r[i].algo, r[i].bytes, r[i].us, r[i].p10,
-			r[i].p90, r[i].reps, r[i].run, r[i].mismatches);
-		json_num_out(f, "rel_error", "%.3g", r[i].rel_error);
-		fputs(", ", f);
-		json_num_out(f, "bound_us", "%.1f", bound_us(o, &r[i], lat_us));
-		fputs(", ", f);
-		/* no MPI baseline at this size: null, not a number */
-		json_num_out(f, "vs_mpi_best", "%.3f",
-			     b ? b->us / r[i].us : NAN);
-		fputs("}", f);
-	}
-	fprintf(f, "\n]\n}\n");
-	if (fclose(f))
-		die("cannot write %s", o->out);
-
-	/* Speed-up over the fastest MPI variant, and measured / bound. */
-	printf("%-16s %10s %10s %10s %10s %10s %7s %9s %-11s %s\n", "algo",
-	       "bytes", "median_us", "p10_us", "p90_us", "bound_us", "x_bnd",
-	       "vs_best", "run", "rel_error");
-	for (int i = 0; i < n; i++) {
-		const struct result *b = mpi_best(r, n, r[i].bytes);
-		double bd = bound_us(o, &r[i], lat_us);
-
-		printf("%-16s %10zu %10.1f %10.1f %10.1f %10.1f %7.2f %8.2fx "
-		       "%-11s %.3g\n",
-		       r[i].algo, r[i].bytes, r[i].us, r[i].p10, r[i].p90, bd,
-		       r[i].us / bd, b ? b->us / r[i].us : NAN, r[i].run,
-		       r[i].rel_error);
-	}
-	free(codecs);
-	free(probe);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -908,7 +485,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "codecs"))
 		return cmd_codecs(&o);
 	if (!strcmp(cmd, "report"))
-		return cmd_report(&o);
+		return isle__bench_comm_report(&o);
 	if (strcmp(cmd, "mpi") && strcmp(cmd, "probe")) {
 		fprintf(stderr,
 			"usage: bench_comm plan|probe|mpi|codecs|report "

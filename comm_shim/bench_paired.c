@@ -46,9 +46,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
+
+#include "bench_util.h"
 
 #define MAXV 16
 
@@ -72,42 +73,6 @@ static void die(const char *msg, const char *arg)
 		fprintf(stderr, "bench_paired: %s%s\n", msg, arg ? arg : "");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double quantile(const double *v, int n, double q)
-{
-	double x = q * (n - 1);
-	int i = (int)x;
-
-	return i + 1 < n ? v[i] + (x - i) * (v[i + 1] - v[i]) : v[n - 1];
-}
-
-/* Integer-valued data, a pure function of (rank, index): exact sums. */
-static float datum(int r, size_t i)
-{
-	uint64_t z = ((uint64_t)r << 40) ^ (uint64_t)i;
-	double u;
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	z ^= z >> 31;
-	u = (double)(z >> 11) / 9007199254740992.0 - 0.5;
-	return (float)rint(u * u * u * 512.0);
 }
 
 static int cvar_index(const char *want)
@@ -155,16 +120,11 @@ static void cvar_write(const char *name, int v)
 
 static size_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
+	size_t v;
 
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (end == s || *end)
+	if (isle__bench_parse_size(s, &v))
 		die("bad byte count ", s);
-	return (size_t)v;
+	return v;
 }
 
 /* This node's uplink counter (ISLE_BENCH_LINK_DEV, set where each node
@@ -271,24 +231,16 @@ static double call(struct variant *v, const char *mpi, const float *in,
 	if (v->cvar_val >= 0)
 		cvar_write("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", v->cvar_val);
 	PMPI_Barrier(MPI_COMM_WORLD);
-	t = now_s();
-	if ((v->shim ? MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
-				     v->comm)
-		     : PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
-				      v->comm)) != MPI_SUCCESS)
+	t = isle__bench_now_s();
+	if ((v->shim
+		 ? MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, v->comm)
+		 : PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
+				  v->comm)) != MPI_SUCCESS)
 		die("allreduce failed: ", v->name);
-	t = now_s() - t;
+	t = isle__bench_now_s() - t;
 	if (v->cvar_val >= 0)
 		cvar_write("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", 0);
-	for (size_t i = (size_t)rank; i < n; i += (size_t)size) {
-		float r = ref[i / (size_t)size];
-		double d = (double)out[i] - (double)r;
-
-		if (out[i] != r) /* +0 and -0 alike: sum order */
-			v->mismatches++;
-		acc[0] += d * d;
-		acc[1] += (double)r * r;
-	}
+	v->mismatches += isle__bench_check(out, ref, n, rank, size, acc);
 	if (first) {
 		double sum[2];
 
@@ -350,7 +302,8 @@ int main(int argc, char **argv)
 
 		for (char *s = strtok_r(l, ",", &sv); s && nsz < 64;
 		     s = strtok_r(NULL, ",", &sv))
-			if ((sz[nsz++] = parse_size(s)) < 4 || sz[nsz - 1] > max_b)
+			if ((sz[nsz++] = parse_size(s)) < 4 ||
+			    sz[nsz - 1] > max_b)
 				die("--sizes: each from 4 to --max-bytes: ", s);
 		free(l);
 	} else {
@@ -374,15 +327,7 @@ int main(int argc, char **argv)
 	if (!in || !out || !ref)
 		die("out of memory", NULL);
 	memset(out, 0, maxn * sizeof(float));
-	for (size_t i = 0; i < maxn; i++)
-		in[i] = datum(rank, i);
-	for (size_t i = (size_t)rank; i < maxn; i += (size_t)size) {
-		float s = 0;
-
-		for (int r = 0; r < size; r++)
-			s += datum(r, i);
-		ref[i / (size_t)size] = s;
-	}
+	isle__bench_fill(rank, size, maxn, in, ref);
 
 	for (int si = 0; si < nsz; si++) {
 		size_t bytes = sz[si], n = bytes / sizeof(float);
@@ -427,16 +372,18 @@ int main(int argc, char **argv)
 				       MPI_COMM_WORLD);
 			if (rank)
 				continue;
-			qsort(v[k].t, (size_t)it, sizeof(double), cmp_dbl);
-			printf("{\"mpi\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,"
-			       "\"time_us_median\":%.2f,\"time_us_p10\":%.2f,"
-			       "\"time_us_p90\":%.2f,\"iters\":%d,\"warmup\":%d,"
-			       "\"mismatches\":%ld,\"rel_error\":%.3g,",
-			       mpi, v[k].name, bytes,
-			       quantile(v[k].t, it, 0.5) * 1e6,
-			       quantile(v[k].t, it, 0.1) * 1e6,
-			       quantile(v[k].t, it, 0.9) * 1e6, it, warmup, bad,
-			       v[k].rel_error);
+			qsort(v[k].t, (size_t)it, sizeof(double),
+			      isle__bench_cmp_dbl);
+			printf(
+			    "{\"mpi\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,"
+			    "\"time_us_median\":%.2f,\"time_us_p10\":%.2f,"
+			    "\"time_us_p90\":%.2f,\"iters\":%d,\"warmup\":%d,"
+			    "\"mismatches\":%ld,\"rel_error\":%.3g,",
+			    mpi, v[k].name, bytes,
+			    isle__bench_quantile(v[k].t, it, 0.5) * 1e6,
+			    isle__bench_quantile(v[k].t, it, 0.1) * 1e6,
+			    isle__bench_quantile(v[k].t, it, 0.9) * 1e6, it,
+			    warmup, bad, v[k].rel_error);
 			if (v[k].link_bytes >= 0)
 				printf("\"link_bytes\":%.0f}\n",
 				       v[k].link_bytes);

@@ -17,21 +17,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 /* Seconds to run argv to completion, or -1; *cpu: its CPU seconds. */
 static double run_once(char **argv, const char *preload, double *cpu)
 {
-	double t0 = now();
+	double t0 = isle__bench_now_s();
 	struct rusage ru;
 	int status;
 	pid_t pid = fork();
@@ -51,31 +44,19 @@ static double run_once(char **argv, const char *preload, double *cpu)
 		return -1;
 	*cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-	return now() - t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *s, int n, double p)
-{
-	int i = (int)(p * (n - 1) + 0.5);
-
-	return s[i];
+	return isle__bench_now_s() - t0;
 }
 
 static void stats(FILE *f, const char *name, double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), isle__bench_cmp_dbl);
 	fprintf(f,
 		"\"%s\": {\"median_ms\": %.3f, \"p10_ms\": %.3f, "
 		"\"p90_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f}",
-		name, pct(v, n, 0.5) * 1e3, pct(v, n, 0.1) * 1e3,
-		pct(v, n, 0.9) * 1e3, v[0] * 1e3, v[n - 1] * 1e3);
+		name, isle__bench_quantile(v, n, 0.5) * 1e3,
+		isle__bench_quantile(v, n, 0.1) * 1e3,
+		isle__bench_quantile(v, n, 0.9) * 1e3, v[0] * 1e3,
+		v[n - 1] * 1e3);
 }
 
 static void report(FILE *f, char **cmd, double *off, double *on, double *offc,
@@ -97,16 +78,22 @@ static void report(FILE *f, char **cmd, double *off, double *on, double *offc,
 	stats(f, "without_cpu", offc, runs);
 	fprintf(f, ", ");
 	stats(f, "with_cpu", onc, runs);
-	d = (pct(on, runs, 0.5) - pct(off, runs, 0.5)) * 1e3;
-	dc = (pct(onc, runs, 0.5) - pct(offc, runs, 0.5)) * 1e3;
+	d = (isle__bench_quantile(on, runs, 0.5) -
+	     isle__bench_quantile(off, runs, 0.5)) *
+	    1e3;
+	dc = (isle__bench_quantile(onc, runs, 0.5) -
+	      isle__bench_quantile(offc, runs, 0.5)) *
+	     1e3;
 	fprintf(f,
 		", \"median_extra_ms\": %.3f, \"median_extra_cpu_ms\": %.3f}",
 		d, dc);
 	fprintf(stderr,
 		"bench_preload: %-10s median wall %.2f -> %.2f ms (%+.2f), "
 		"CPU %.2f -> %.2f ms (%+.2f)\n",
-		cmd[0], pct(off, runs, 0.5) * 1e3, pct(on, runs, 0.5) * 1e3, d,
-		pct(offc, runs, 0.5) * 1e3, pct(onc, runs, 0.5) * 1e3, dc);
+		cmd[0], isle__bench_quantile(off, runs, 0.5) * 1e3,
+		isle__bench_quantile(on, runs, 0.5) * 1e3, d,
+		isle__bench_quantile(offc, runs, 0.5) * 1e3,
+		isle__bench_quantile(onc, runs, 0.5) * 1e3, dc);
 }
 
 int main(int argc, char **argv)

@@ -13,9 +13,8 @@
 
 #define ISLE_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Environment helpers: return 0 and leave *out alone when unset. */
+/* A number from the environment: 0 and *out left alone when unset. */
 int isle__env_double(const char *name, double *out, char *err, size_t errlen);
-int isle__env_size(const char *name, size_t *out, char *err, size_t errlen);
 
 /* Even split of n elements into s shards: shard q is [off, off + len). */
 static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)

@@ -26,7 +26,7 @@ int isle__env_double(const char *name, double *out, char *err, size_t errlen)
 	return 0;
 }
 
-int isle__env_size(const char *name, size_t *out, char *err, size_t errlen)
+static int env_size(const char *name, size_t *out, char *err, size_t errlen)
 {
 	const char *s = getenv(name);
 	char *end;
@@ -117,12 +117,12 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 				   errlen)) ||
 	    (rc = isle__env_double("ISLE_COMM_CYCLE_MS", &cfg->cycle_ms, err,
 				   errlen)) ||
-	    (rc = isle__env_size("ISLE_COMM_FUSION_BYTES", &cfg->fusion_bytes,
-				 err, errlen)) ||
-	    (rc = isle__env_size("ISLE_COMM_MIN_BYTES", &cfg->min_bytes, err,
-				 errlen)) ||
-	    (rc = isle__env_size("ISLE_COMM_SEGMENT_BYTES", &cfg->segment_bytes,
-				 err, errlen)))
+	    (rc = env_size("ISLE_COMM_FUSION_BYTES", &cfg->fusion_bytes, err,
+			   errlen)) ||
+	    (rc = env_size("ISLE_COMM_MIN_BYTES", &cfg->min_bytes, err,
+			   errlen)) ||
+	    (rc = env_size("ISLE_COMM_SEGMENT_BYTES", &cfg->segment_bytes, err,
+			   errlen)))
 		return rc;
 	if (cfg->timeout_s < 0 || cfg->cycle_ms < 0)
 		return isle__errf(-EINVAL, err, errlen,
@@ -137,7 +137,7 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 		return rc;
 	cfg->calibrate = v != 0;
 	z = 0;
-	if ((rc = isle__env_size("ISLE_COMM_VERBOSE", &z, err, errlen)))
+	if ((rc = env_size("ISLE_COMM_VERBOSE", &z, err, errlen)))
 		return rc;
 	cfg->verbose = (int)z;
 	return 0;

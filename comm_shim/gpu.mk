@@ -89,7 +89,8 @@ endif # HAVE_CUDA
 # installed).
 all: $(B)/bench/bench_comm
 $(B)/comm_shim/bench_comm.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(B)/bench/bench_comm: $(B)/comm_shim/bench_comm.o $(B)/libisle_comm.a \
+$(B)/bench/bench_comm: $(B)/comm_shim/bench_comm.o $(B)/comm_shim/bench_comm_report.o \
+		$(B)/comm_shim/bench_util.o $(B)/libisle_comm.a \
 		$(B)/libisle_proto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMM_LDLIBS)

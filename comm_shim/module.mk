@@ -124,7 +124,7 @@ bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libi
 
 # Paired benchmark: every variant interleaved in one job (make bench-comm).
 $(B)/comm_shim/bench_paired.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(B)/bench/bench_paired: $(B)/comm_shim/bench_paired.o
+$(B)/bench/bench_paired: $(B)/comm_shim/bench_paired.o $(B)/comm_shim/bench_util.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(B)/bench/bench_paired
@@ -161,7 +161,8 @@ $(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
 all: $(B)/tests/comm_mpi_check_mpich
-$(B)/bench/bench_paired_mpich: $(B)/mpich/comm_shim/bench_paired.o
+$(B)/bench/bench_paired_mpich: $(B)/mpich/comm_shim/bench_paired.o \
+		$(B)/comm_shim/bench_util.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
 all: $(B)/bench/bench_paired_mpich
@@ -173,7 +174,7 @@ include comm_shim/gpu.mk
 
 # Start-up cost of the preload library (not a test): make bench-preload.
 all: $(B)/bench/bench_preload
-$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o
+$(B)/bench/bench_preload: $(B)/comm_shim/bench_preload.o $(B)/comm_shim/bench_util.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^
 BENCHES += bench-preload

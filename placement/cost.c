@@ -13,8 +13,9 @@
 
 #define BYTES_PER_US(gbps) ((gbps)*1e3) /* GB/s -> bytes per microsecond */
 
-isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
-			   int gb)
+/* Tier between two GPUs, from the context's lookup tables. */
+static isle_tier place_tier(const isle_place_ctx *c, int na, int ga, int nb,
+			    int gb)
 {
 	int ia = c->gpu_island[na * ISLE_MAX_GPUS_PER_NODE + ga];
 	int ib = c->gpu_island[nb * ISLE_MAX_GPUS_PER_NODE + gb];
@@ -109,9 +110,9 @@ static double tp_cost(isle_place_ctx *c, const struct pnorm *q,
 		double cost;
 
 		for (i = 1; i < q->tp; i++) {
-			isle_tier t = isle__place_tier(c, a->node, a->gpu,
-						       ranks[g + i].node,
-						       ranks[g + i].gpu);
+			isle_tier t =
+			    place_tier(c, a->node, a->gpu, ranks[g + i].node,
+				       ranks[g + i].gpu);
 			if (t > worst_t)
 				worst_t = t;
 		}
@@ -145,8 +146,8 @@ static double pp_cost(isle_place_ctx *c, const struct pnorm *q,
 
 				a = at(ranks, q, t, s, d);
 				b = at(ranks, q, t, s + 1, d);
-				tier = isle__place_tier(c, a->node, a->gpu,
-							b->node, b->gpu);
+				tier = place_tier(c, a->node, a->gpu, b->node,
+						  b->gpu);
 				cost = isle__place_pp_pair_cost(
 				    c, q, tier, gpu_island(c, a));
 				if (cost > worst)
@@ -291,9 +292,8 @@ void isle__place_cost(isle_place_ctx *c, const struct pnorm *q,
 		isle_tier worst = ISLE_TIER_ISLAND;
 
 		for (i = 1; i < n; i++) {
-			isle_tier t =
-			    isle__place_tier(c, ranks[0].node, ranks[0].gpu,
-					     ranks[i].node, ranks[i].gpu);
+			isle_tier t = place_tier(c, ranks[0].node, ranks[0].gpu,
+						 ranks[i].node, ranks[i].gpu);
 			if (t > worst)
 				worst = t;
 		}

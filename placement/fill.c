@@ -13,6 +13,17 @@
 
 /* --- Capacities ----------------------------------------------------------- */
 
+static int gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 static int is_eligible(const uint64_t *elig, int node)
 {
 	return !elig || (elig[node / 64] >> (node % 64) & 1);
@@ -31,7 +42,7 @@ void isle__place_prepare(isle_place_ctx *c, const uint64_t *free_gpus,
 {
 	int tp = q->gran_level == PV_UNIT ? q->gran : q->tp;
 	int i, gpn = q->gpn;
-	int lcm = gpn > 0 ? gpn / isle__place_gcd(gpn, tp) * tp : tp;
+	int lcm = gpn > 0 ? gpn / gcd(gpn, tp) * tp : tp;
 
 	for (i = 0; i < c->nv; i++)
 		c->cap[i] = c->freec[i] = 0;

@@ -38,7 +38,7 @@ struct pv {
 
 #define FIT_LEVELS 4 /* PV_UNIT .. PV_LEAF */
 
-/* Per-call request, normalised by isle__place_norm(). */
+/* Per-call request, normalised by normalize() (engine.c). */
 struct pnorm {
 	int gpus, gpn, tp, pp, dp;
 	int required; /* TP groups must sit in islands (this pass) */
@@ -160,10 +160,6 @@ double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
 				 const struct isle_place_rank *ranks, int s,
 				 int t);
 
-/* Tier between two GPUs, from the context's lookup tables. */
-isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
-			   int gb);
-
 /* Nodes: on clusters up to this size every scope is searched and small
  * jobs get the exact search. */
 #define SMALL_CLUSTER 64
@@ -172,17 +168,6 @@ isle_tier isle__place_tier(const isle_place_ctx *c, int na, int ga, int nb,
 static inline int isle__place_popc(uint64_t m)
 {
 	return __builtin_popcountll(m);
-}
-
-static inline int isle__place_gcd(int a, int b)
-{
-	while (b) {
-		int t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
 }
 
 /* tree.c: empties r but keeps its arrays; copies src into dst's arrays. */

@@ -11,14 +11,14 @@
 
 #include "topo_priv.h"
 
-struct isle__slot {
+struct slot {
 	const char *key; /* borrowed; NULL = empty */
 	uint32_t hash;
 	int val;
 };
 
 struct isle__index {
-	struct isle__slot *slots;
+	struct slot *slots;
 	size_t cap; /* power of two */
 	size_t used;
 };
@@ -66,8 +66,8 @@ void isle__index_clear(struct isle__index *ix)
 	ix->used = 0;
 }
 
-static struct isle__slot *probe(struct isle__slot *slots, size_t cap,
-				const char *key, uint32_t h)
+static struct slot *probe(struct slot *slots, size_t cap, const char *key,
+			  uint32_t h)
 {
 	size_t i = h & (cap - 1);
 
@@ -79,12 +79,12 @@ static struct isle__slot *probe(struct isle__slot *slots, size_t cap,
 
 static int rehash(struct isle__index *ix, size_t cap)
 {
-	struct isle__slot *slots = calloc(cap, sizeof(*slots));
+	struct slot *slots = calloc(cap, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; i < ix->cap; i++) {
-		struct isle__slot *s = &ix->slots[i];
+		struct slot *s = &ix->slots[i];
 
 		if (s->key)
 			*probe(slots, cap, s->key, s->hash) = *s;
@@ -98,7 +98,7 @@ static int rehash(struct isle__index *ix, size_t cap)
 int isle__index_put(struct isle__index *ix, const char *key, int val)
 {
 	uint32_t h = hash_str(key);
-	struct isle__slot *s;
+	struct slot *s;
 
 	if (2 * (ix->used + 1) > ix->cap) {
 		int rc = rehash(ix, ix->cap * 2);
@@ -118,7 +118,7 @@ int isle__index_put(struct isle__index *ix, const char *key, int val)
 
 int isle__index_get(const struct isle__index *ix, const char *key)
 {
-	const struct isle__slot *s;
+	const struct slot *s;
 
 	if (!ix || !key)
 		return -1;

@@ -1,7 +1,8 @@
 /*
- * json_fast.h - the read-only JSON tree the cluster-file loader walks
- * (json_fast.c), filled by a one-pass arena parser for plain JSON or from
- * json-c for anything else. Internal to topology/.
+ * json_fast.h - the read-only JSON tree the cluster-file and node-file
+ * loaders walk (json_fast.c; json_walk.h reads typed values out of it),
+ * filled by a one-pass arena parser for plain JSON or from json-c for
+ * anything else. Internal to topology/.
  */
 #ifndef ISLE_JSON_FAST_H
 #define ISLE_JSON_FAST_H

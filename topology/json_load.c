@@ -7,9 +7,11 @@
  * serves both a full load (into an empty model) and a merge of overrides
  * into a model built from other sources: objects are matched by name.
  *
- * About 1,100 lines in one file: every section reader uses the same two
- * dozen static typed-member helpers and the walker state (struct jl), which
- * would otherwise all become cross-file internals.
+ * Typed members and errors that name the JSON path come from json_walk.c,
+ * which node_json.c reads node files through too. About 900 lines in one
+ * file: the section readers share the load's state (struct jl: the names
+ * this file defined, the racks it gave), which would otherwise become a
+ * cross-file internal.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,198 +23,19 @@
 #include <sys/stat.h>
 
 #include "isle_proto.h"
-#include "json_fast.h"
+#include "json_walk.h"
 #include "topo_priv.h"
 
 struct jl {
-	const char *file;
+	struct isle__jwalk w; /* file, JSON path, error buffer */
 	isle_topo *t;
-	char *err;
-	size_t errlen;
-	char path[1024];
-	size_t plen;
 	/* Names defined in this file (keys borrowed from the JSON tree). */
 	struct isle__index *seen_nodes, *seen_switches, *seen_racks;
 	/* Rack given to each node by this file (-1: none yet). */
 	int *rack_of, nrack_of, cap_rack_of;
 };
 
-/* --- JSON paths and errors ----------------------------------------------- */
-
-/* Appends text to the path, truncated to fit; returns the old length.
- * Runs for every value loaded, hence no snprintf. */
-static size_t push_text(struct jl *j, const char *text, size_t n)
-{
-	size_t old = j->plen;
-
-	if (n > sizeof(j->path) - 1 - old)
-		n = sizeof(j->path) - 1 - old;
-	memcpy(j->path + old, text, n);
-	j->plen = old + n;
-	j->path[j->plen] = '\0';
-	return old;
-}
-
-static size_t push_key(struct jl *j, const char *key)
-{
-	size_t old = push_text(j, ".", 1);
-
-	push_text(j, key, strlen(key));
-	return old;
-}
-
-static size_t push_idx(struct jl *j, size_t i)
-{
-	char buf[32], *p = buf + sizeof(buf);
-
-	*--p = ']';
-	do
-		*--p = (char)('0' + i % 10);
-	while ((i /= 10));
-	*--p = '[';
-	return push_text(j, p, (size_t)(buf + sizeof(buf) - p));
-}
-
-static void pop(struct jl *j, size_t old)
-{
-	j->plen = old;
-	j->path[old] = '\0';
-}
-
-static int __attribute__((format(printf, 3, 4)))
-jerr(struct jl *j, int rc, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return isle__errf(rc, j->err, j->errlen, "%s: %s: %s", j->file, j->path,
-			  msg);
-}
-
-/* Same, for the member key of the current object. */
-static int __attribute__((format(printf, 4, 5)))
-jerr_key(struct jl *j, int rc, const char *key, const char *fmt, ...)
-{
-	char msg[512];
-	size_t old = push_key(j, key);
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	rc = jerr(j, rc, "%s", msg);
-	pop(j, old);
-	return rc;
-}
-
 /* --- Typed members ------------------------------------------------------ */
-
-enum jtype { J_INT, J_NUM, J_STR, J_ARR, J_OBJ };
-
-static const char *const jtype_name[] = {
-    "integer", "number", "string", "array", "object",
-};
-
-static int is_type(struct jv *v, enum jtype want)
-{
-	switch (want) {
-	case J_INT:
-		return jv_is(v, JV_INT);
-	case J_NUM:
-		return jv_is(v, JV_INT) || jv_is(v, JV_DBL);
-	case J_STR:
-		return jv_is(v, JV_STR);
-	case J_ARR:
-		return jv_is(v, JV_ARR);
-	case J_OBJ:
-		return jv_is(v, JV_OBJ);
-	}
-	return 0;
-}
-
-static int expect(struct jl *j, struct jv *v, enum jtype want)
-{
-	if (is_type(v, want))
-		return 0;
-	return jerr(j, -EINVAL, "expected %s", jtype_name[want]);
-}
-
-/*
- * Looks up key in obj and checks its type. Returns 0 with *out set, 1 when
- * the key is absent and optional, or a negative errno with err filled.
- */
-static int member(struct jl *j, struct jv *obj, const char *key,
-		  enum jtype want, int required, struct jv **out)
-{
-	struct jv *v;
-
-	*out = NULL;
-	if (!jv_get_ex(obj, key, &v) || !v) {
-		if (!required)
-			return 1;
-		return jerr_key(j, -EINVAL, key, "missing");
-	}
-	if (!is_type(v, want))
-		return jerr_key(j, -EINVAL, key, "expected %s",
-				jtype_name[want]);
-	*out = v;
-	return 0;
-}
-
-/* Integer member in [lo, hi]; absent keeps *out. */
-static int get_int(struct jl *j, struct jv *obj, const char *key, int required,
-		   long lo, long hi, int *out)
-{
-	struct jv *v;
-	int64_t x;
-	int rc = member(j, obj, key, J_INT, required, &v);
-
-	if (rc)
-		return rc > 0 ? 0 : rc;
-	x = jv_int64(v);
-	if (x < lo || x > hi)
-		return jerr_key(j, -ERANGE, key,
-				"%" PRId64 " out of range [%ld, %ld]", x, lo,
-				hi);
-	*out = (int)x;
-	return 0;
-}
-
-/* Number member >= lo; absent keeps *out. */
-static int get_num(struct jl *j, struct jv *obj, const char *key, double lo,
-		   double *out)
-{
-	struct jv *v;
-	double x;
-	int rc = member(j, obj, key, J_NUM, 0, &v);
-
-	if (rc)
-		return rc > 0 ? 0 : rc;
-	x = jv_double(v);
-	if (!(x >= lo) || x > 1e12)
-		return jerr_key(j, -ERANGE, key, "%g out of range (min %g)", x,
-				lo);
-	*out = x;
-	return 0;
-}
-
-/* String member; absent keeps *out (borrowed from the tree). */
-static int get_str(struct jl *j, struct jv *obj, const char *key, int required,
-		   const char **out)
-{
-	struct jv *v;
-	int rc = member(j, obj, key, J_STR, required, &v);
-
-	if (rc)
-		return rc > 0 ? 0 : rc;
-	*out = jv_str(v);
-	if (!**out)
-		return jerr_key(j, -EINVAL, key, "empty string");
-	return 0;
-}
 
 /* GUID: "0x..." hex string or a non-negative integer. */
 static int get_guid(struct jl *j, struct jv *obj, uint64_t *out)
@@ -226,21 +49,23 @@ static int get_guid(struct jl *j, struct jv *obj, uint64_t *out)
 		return 0;
 	if (jv_is(v, JV_INT)) {
 		if (jv_int64(v) < 0)
-			return jerr_key(j, -ERANGE, "guid", "negative");
+			return isle__jerr_key(&j->w, -ERANGE, "guid",
+					      "negative");
 		*out = (uint64_t)jv_int64(v);
 		return 0;
 	}
-	rc = member(j, obj, "guid", J_STR, 1, &v);
+	rc = isle__jmember(&j->w, obj, "guid", J_STR, 1, &v);
 	if (rc)
 		return rc;
 	s = jv_str(v);
 	errno = 0;
 	if (strncmp(s, "0x", 2) != 0 || !isxdigit((unsigned char)s[2]))
-		return jerr_key(j, -EINVAL, "guid",
-				"expected a \"0x...\" hex string");
+		return isle__jerr_key(&j->w, -EINVAL, "guid",
+				      "expected a \"0x...\" hex string");
 	*out = strtoull(s + 2, &end, 16);
 	if (*end || errno)
-		return jerr_key(j, -EINVAL, "guid", "bad hex number '%s'", s);
+		return isle__jerr_key(&j->w, -EINVAL, "guid",
+				      "bad hex number '%s'", s);
 	return 0;
 }
 
@@ -258,36 +83,9 @@ static int check_keys(struct jl *j, struct jv *obj, const char *const *allowed)
 		     a++)
 			;
 		if (!*a)
-			return jerr_key(j, -EINVAL, key, "unknown key");
+			return isle__jerr_key(&j->w, -EINVAL, key,
+					      "unknown key");
 	}
-	return 0;
-}
-
-/* A name that may reach a host list, topology.conf, an env line, XML or a
- * path: proto's one check. key NULL: the value at the current path. */
-static int check_name(struct jl *j, const char *key, const char *name)
-{
-	char msg[256];
-
-	if (!isle_name_error(NULL, name, msg, sizeof(msg)))
-		return 0;
-	return key ? jerr_key(j, -EINVAL, key, "%s", msg)
-		   : jerr(j, -EINVAL, "%s", msg);
-}
-
-/* Free text (a GPU model) shown in logs: printable ASCII, bounded. */
-static int check_text(struct jl *j, const char *key, const char *text)
-{
-	size_t n = strlen(text);
-
-	if (n > 127)
-		return jerr_key(j, -EINVAL, key, "longer than 127 characters");
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)text[i] < 0x20 ||
-		    (unsigned char)text[i] >= 0x7f)
-			return jerr_key(j, -EINVAL, key,
-					"byte 0x%02x not allowed",
-					(unsigned char)text[i]);
 	return 0;
 }
 
@@ -298,9 +96,9 @@ static int define(struct jl *j, struct isle__index *seen, const char *name,
 	int rc = isle__index_put(seen, name, 0);
 
 	if (rc == -EEXIST)
-		return jerr_key(j, -EEXIST, "name", "duplicate %s '%s'", what,
-				name);
-	return rc ? jerr(j, rc, "out of memory") : 0;
+		return isle__jerr_key(&j->w, -EEXIST, "name",
+				      "duplicate %s '%s'", what, name);
+	return rc ? isle__jerr(&j->w, rc, "out of memory") : 0;
 }
 
 /*
@@ -311,39 +109,39 @@ static int node_list(struct jl *j, struct jv *obj, const char *key, int **out,
 		     int *n)
 {
 	struct jv *arr;
-	int rc = member(j, obj, key, J_ARR, 0, &arr), cap = 0;
+	int rc = isle__jmember(&j->w, obj, key, J_ARR, 0, &arr), cap = 0;
 	size_t old;
 
 	*out = NULL;
 	*n = 0;
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, key);
+	old = isle__jpush_key(&j->w, key);
 	for (size_t i = 0; i < jv_len(arr) && !rc; i++) {
 		struct jv *v = jv_idx(arr, i);
-		size_t o2 = push_idx(j, i);
+		size_t o2 = isle__jpush_idx(&j->w, i);
 		char **names = NULL, msg[256];
 		int nn = 0;
 
-		rc = expect(j, v, J_STR);
+		rc = isle__jexpect(&j->w, v, J_STR);
 		if (!rc && isle_hostlist_expand(jv_str(v), &names, &nn, msg,
 						sizeof(msg)))
-			rc = jerr(j, -EINVAL, "%s", msg);
+			rc = isle__jerr(&j->w, -EINVAL, "%s", msg);
 		if (!rc && isle__grow((void **)out, &cap, *n + nn, sizeof(int)))
-			rc = jerr(j, -ENOMEM, "out of memory");
+			rc = isle__jerr(&j->w, -ENOMEM, "out of memory");
 		for (int k = 0; !rc && k < nn; k++) {
 			int idx = isle_topo_find_node(j->t, names[k]);
 
 			if (idx < 0)
-				rc = jerr(j, -ENOENT, "unknown node '%s'",
-					  names[k]);
+				rc = isle__jerr(&j->w, -ENOENT,
+						"unknown node '%s'", names[k]);
 			else
 				(*out)[(*n)++] = idx;
 		}
 		isle_hostlist_free(names, nn);
-		pop(j, o2);
+		isle__jpop(&j->w, o2);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -357,8 +155,8 @@ static int node_list(struct jl *j, struct jv *obj, const char *key, int **out,
 #define FOREACH_ITEM(j, arr, i, item, rc)                                      \
 	for (size_t i = 0, _old = 0;                                           \
 	     !(rc) && i < jv_len(arr) &&                                       \
-	     ((_old = push_idx(j, i)), (item = jv_idx(arr, i)), 1);            \
-	     pop(j, _old), i++)
+	     ((_old = isle__jpush_idx(&j->w, i)), (item = jv_idx(arr, i)), 1); \
+	     isle__jpop(&j->w, _old), i++)
 
 /* --- Sections ------------------------------------------------------------ */
 
@@ -367,12 +165,12 @@ static int load_tiers(struct jl *j, struct jv *root)
 	static const char *const keys[] = {"bw_gbps", "lat_us", "oversub",
 					   NULL};
 	struct jv *tiers;
-	int rc = member(j, root, "tiers", J_OBJ, 0, &tiers);
+	int rc = isle__jmember(&j->w, root, "tiers", J_OBJ, 0, &tiers);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "tiers");
+	old = isle__jpush_key(&j->w, "tiers");
 	for (unsigned i = 0; i < tiers->n; i++) {
 		const char *key = tiers->u.kids[i].key;
 		struct jv *val = jv_or_null(&tiers->u.kids[i]);
@@ -383,28 +181,30 @@ static int load_tiers(struct jl *j, struct jv *root)
 		if (key[0] == '_')
 			continue;
 		if (k < 0) {
-			rc = jerr_key(j, -EINVAL, key,
-				      "unknown tier (island, node, leaf, "
-				      "spine, core)");
+			rc = isle__jerr_key(&j->w, -EINVAL, key,
+					    "unknown tier (island, node, leaf, "
+					    "spine, core)");
 			break;
 		}
-		o2 = push_key(j, key);
+		o2 = isle__jpush_key(&j->w, key);
 		p = j->t->tier[k];
-		rc = expect(j, val, J_OBJ);
+		rc = isle__jexpect(&j->w, val, J_OBJ);
 		if (!rc)
 			rc = check_keys(j, val, keys);
 		if (!rc)
-			rc = get_num(j, val, "bw_gbps", 1e-9, &p.bw_gbps);
+			rc = isle__jget_num(&j->w, val, "bw_gbps", 1e-9,
+					    &p.bw_gbps);
 		if (!rc)
-			rc = get_num(j, val, "lat_us", 0, &p.lat_us);
+			rc = isle__jget_num(&j->w, val, "lat_us", 0, &p.lat_us);
 		if (!rc)
-			rc = get_num(j, val, "oversub", 1, &p.oversub);
-		pop(j, o2);
+			rc = isle__jget_num(&j->w, val, "oversub", 1,
+					    &p.oversub);
+		isle__jpop(&j->w, o2);
 		if (rc)
 			break;
 		j->t->tier[k] = p;
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -415,7 +215,7 @@ static int rack_index(struct jl *j, const char *name)
 
 	if (r < 0)
 		r = isle_topo_add_rack(j->t, name, NULL, 0);
-	return r >= 0 ? r : jerr(j, r, "cannot add rack '%s'", name);
+	return r >= 0 ? r : isle__jerr(&j->w, r, "cannot add rack '%s'", name);
 }
 
 /*
@@ -431,17 +231,17 @@ static int assign_rack(struct jl *j, int ni, int r, const char *key)
 		rc = isle__grow((void **)&j->rack_of, &j->cap_rack_of,
 				j->t->nnodes, sizeof(int));
 		if (rc)
-			return jerr(j, rc, "out of memory");
+			return isle__jerr(&j->w, rc, "out of memory");
 		while (j->nrack_of < j->t->nnodes)
 			j->rack_of[j->nrack_of++] = -1;
 	}
 	if (j->rack_of[ni] >= 0 && j->rack_of[ni] != r)
-		return jerr_key(
-		    j, -EINVAL, key, "node '%s' is already in rack '%s'",
+		return isle__jerr_key(
+		    &j->w, -EINVAL, key, "node '%s' is already in rack '%s'",
 		    j->t->nodes[ni].name, j->t->racks[j->rack_of[ni]].name);
 	j->rack_of[ni] = r;
 	rc = isle_topo_set_node_rack(j->t, ni, r);
-	return rc ? jerr(j, rc, "out of memory") : 0;
+	return rc ? isle__jerr(&j->w, rc, "out of memory") : 0;
 }
 
 /* racks: ["r1", {"name": "r2", "nodes": [...]}]; node lists run in pass 2. */
@@ -449,12 +249,12 @@ static int load_racks(struct jl *j, struct jv *root, int pass)
 {
 	static const char *const keys[] = {"name", "nodes", NULL};
 	struct jv *arr, *item;
-	int rc = member(j, root, "racks", J_ARR, 0, &arr);
+	int rc = isle__jmember(&j->w, root, "racks", J_ARR, 0, &arr);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "racks");
+	old = isle__jpush_key(&j->w, "racks");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	{
 		const char *name = NULL;
@@ -462,15 +262,16 @@ static int load_racks(struct jl *j, struct jv *root, int pass)
 
 		if (jv_is(item, JV_STR)) {
 			name = jv_str(item);
-			rc = check_name(j, NULL, name);
+			rc = isle__jcheck_name(&j->w, NULL, name);
 		} else {
-			rc = expect(j, item, J_OBJ);
+			rc = isle__jexpect(&j->w, item, J_OBJ);
 			if (!rc)
 				rc = check_keys(j, item, keys);
 			if (!rc)
-				rc = get_str(j, item, "name", 1, &name);
+				rc = isle__jget_str(&j->w, item, "name", 1, 1,
+						    &name);
 			if (!rc)
-				rc = check_name(j, "name", name);
+				rc = isle__jcheck_name(&j->w, "name", name);
 		}
 		if (rc)
 			break;
@@ -488,14 +289,14 @@ static int load_racks(struct jl *j, struct jv *root, int pass)
 			rc = assign_rack(j, nodes[k], r, "nodes");
 		free(nodes);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
 static int switch_level(struct jl *j, struct jv *obj, isle_sw_level *level)
 {
 	const char *s = NULL;
-	int rc = get_str(j, obj, "level", 0, &s);
+	int rc = isle__jget_str(&j->w, obj, "level", 0, 1, &s);
 
 	if (rc || !s)
 		return rc;
@@ -504,8 +305,8 @@ static int switch_level(struct jl *j, struct jv *obj, isle_sw_level *level)
 			*level = l;
 			return 0;
 		}
-	return jerr_key(j, -EINVAL, "level",
-			"'%s' is not leaf, spine, core or unknown", s);
+	return isle__jerr_key(&j->w, -EINVAL, "level",
+			      "'%s' is not leaf, spine, core or unknown", s);
 }
 
 /* Pass 1: switches and their attributes. Pass 2: links and node cables. */
@@ -514,12 +315,12 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 	static const char *const keys[] = {"name", "guid",     "level", "rail",
 					   "gbps", "switches", "nodes", NULL};
 	struct jv *arr, *item;
-	int rc = member(j, root, "switches", J_ARR, 0, &arr);
+	int rc = isle__jmember(&j->w, root, "switches", J_ARR, 0, &arr);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "switches");
+	old = isle__jpush_key(&j->w, "switches");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	{
 		struct isle_switch *s;
@@ -531,13 +332,14 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 			isle_sw_level level = ISLE_SW_UNKNOWN;
 			uint64_t guid = 0;
 
-			rc = expect(j, item, J_OBJ);
+			rc = isle__jexpect(&j->w, item, J_OBJ);
 			if (!rc)
 				rc = check_keys(j, item, keys);
 			if (!rc)
-				rc = get_str(j, item, "name", 1, &name);
+				rc = isle__jget_str(&j->w, item, "name", 1, 1,
+						    &name);
 			if (!rc)
-				rc = check_name(j, "name", name);
+				rc = isle__jcheck_name(&j->w, "name", name);
 			if (!rc)
 				rc =
 				    define(j, j->seen_switches, name, "switch");
@@ -548,7 +350,7 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 				sw = isle_topo_add_switch(j->t, name, 0,
 							  ISLE_SW_UNKNOWN);
 			if (sw < 0) {
-				rc = jerr(j, sw, "cannot add switch");
+				rc = isle__jerr(&j->w, sw, "cannot add switch");
 				break;
 			}
 			s = &j->t->switches[sw];
@@ -558,43 +360,45 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 			if (!rc)
 				rc = switch_level(j, item, &level);
 			if (!rc)
-				rc = get_int(j, item, "rail", 0, -1, 4096,
-					     &s->rail);
+				rc = isle__jget_int(&j->w, item, "rail", 0, -1,
+						    4096, &s->rail);
 			if (!rc)
-				rc = get_num(j, item, "gbps", 0, &s->gbps);
+				rc = isle__jget_num(&j->w, item, "gbps", 0,
+						    &s->gbps);
 			s->guid = guid;
 			s->level = level;
 			continue;
 		}
-		get_str(j, item, "name", 1, &name);
+		isle__jget_str(&j->w, item, "name", 1, 1, &name);
 		sw = isle_topo_find_switch(j->t, name);
-		rc = member(j, item, "switches", J_ARR, 0, &kids);
+		rc = isle__jmember(&j->w, item, "switches", J_ARR, 0, &kids);
 		if (rc > 0) {
 			rc = 0;
 		} else if (!rc) {
 			struct jv *kid;
-			size_t o2 = push_key(j, "switches");
+			size_t o2 = isle__jpush_key(&j->w, "switches");
 
 			FOREACH_ITEM(j, kids, k, kid, rc)
 			{
 				int c;
 
-				rc = expect(j, kid, J_STR);
+				rc = isle__jexpect(&j->w, kid, J_STR);
 				if (rc)
 					break;
 				c = isle_topo_find_switch(j->t, jv_str(kid));
 				if (c < 0)
-					rc = jerr(j, -ENOENT,
-						  "unknown switch '%s'",
-						  jv_str(kid));
+					rc = isle__jerr(&j->w, -ENOENT,
+							"unknown switch '%s'",
+							jv_str(kid));
 				else if (c == sw)
-					rc = jerr(j, -EINVAL,
-						  "switch cabled to itself");
+					rc = isle__jerr(
+					    &j->w, -EINVAL,
+					    "switch cabled to itself");
 				else
 					rc = isle_topo_link_switches(j->t, sw,
 								     c);
 			}
-			pop(j, o2);
+			isle__jpop(&j->w, o2);
 		}
 		if (!rc)
 			rc = node_list(j, item, "nodes", &nodes, &n);
@@ -602,7 +406,7 @@ static int load_switches(struct jl *j, struct jv *root, int pass)
 			rc = isle_topo_attach_node(j->t, sw, nodes[k], -1);
 		free(nodes);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -618,58 +422,61 @@ static int load_gpus(struct jl *j, struct jv *node, int ni,
 	if (!jv_get_ex(node, "gpus", &v) || !v)
 		return 0;
 	if (jv_is(v, JV_INT)) {
-		rc = get_int(j, node, "gpus", 1, 0, ISLE_MAX_GPUS_PER_NODE,
-			     &ngpus);
+		rc = isle__jget_int(&j->w, node, "gpus", 1, 0,
+				    ISLE_MAX_GPUS_PER_NODE, &ngpus);
 		if (!rc && isle_topo_set_ngpus(j->t, ni, ngpus))
-			rc = jerr_key(j, -ENOMEM, "gpus", "out of memory");
+			rc = isle__jerr_key(&j->w, -ENOMEM, "gpus",
+					    "out of memory");
 		return rc;
 	}
-	rc = member(j, node, "gpus", J_ARR, 1, &v);
+	rc = isle__jmember(&j->w, node, "gpus", J_ARR, 1, &v);
 	if (rc)
-		return jerr_key(j, -EINVAL, "gpus",
-				"expected integer or array");
+		return isle__jerr_key(&j->w, -EINVAL, "gpus",
+				      "expected integer or array");
 	if (jv_len(v) > ISLE_MAX_GPUS_PER_NODE)
-		return jerr_key(j, -ERANGE, "gpus", "more than %d GPUs",
-				ISLE_MAX_GPUS_PER_NODE);
+		return isle__jerr_key(&j->w, -ERANGE, "gpus",
+				      "more than %d GPUs",
+				      ISLE_MAX_GPUS_PER_NODE);
 	ngpus = (int)jv_len(v);
 	/* GPUs merge by position: a shorter list would drop GPUs that
 	 * discovery found, a longer one invent some. */
 	if (j->t->nodes[ni].ngpus && ngpus != j->t->nodes[ni].ngpus)
-		return jerr_key(j, -EINVAL, "gpus",
-				"%d entries, but node '%s' has %d GPUs (GPUs "
-				"are matched by position: list each)",
-				ngpus, j->t->nodes[ni].name,
-				j->t->nodes[ni].ngpus);
+		return isle__jerr_key(
+		    &j->w, -EINVAL, "gpus",
+		    "%d entries, but node '%s' has %d GPUs (GPUs "
+		    "are matched by position: list each)",
+		    ngpus, j->t->nodes[ni].name, j->t->nodes[ni].ngpus);
 	if (isle_topo_set_ngpus(j->t, ni, ngpus))
-		return jerr_key(j, -ENOMEM, "gpus", "out of memory");
-	old = push_key(j, "gpus");
+		return isle__jerr_key(&j->w, -ENOMEM, "gpus", "out of memory");
+	old = isle__jpush_key(&j->w, "gpus");
 	FOREACH_ITEM(j, v, g, item, rc)
 	{
 		struct isle_gpu *gpu = &j->t->nodes[ni].gpus[g];
 		const char *bus = NULL, *model = NULL;
 		int numa = gpu->numa;
 
-		rc = expect(j, item, J_OBJ);
+		rc = isle__jexpect(&j->w, item, J_OBJ);
 		if (!rc)
 			rc = check_keys(j, item, keys);
 		if (!rc)
-			rc = get_str(j, item, "bus_id", 0, &bus);
+			rc = isle__jget_str(&j->w, item, "bus_id", 0, 1, &bus);
 		if (!rc && bus)
-			rc = check_name(j, "bus_id", bus);
+			rc = isle__jcheck_name(&j->w, "bus_id", bus);
 		if (!rc)
-			rc = get_str(j, item, "model", 0, &model);
+			rc = isle__jget_str(&j->w, item, "model", 0, 1, &model);
 		if (!rc && model)
-			rc = check_text(j, "model", model);
+			rc = isle__jcheck_text(&j->w, "model", model);
 		if (!rc)
-			rc = get_int(j, item, "numa", 0, -1, 4095, &numa);
+			rc = isle__jget_int(&j->w, item, "numa", 0, -1, 4095,
+					    &numa);
 		if (!rc &&
 		    isle_topo_set_gpu(j->t, ni, (int)g, bus, model, numa))
-			rc = jerr(j, -ENOMEM, "out of memory");
+			rc = isle__jerr(&j->w, -ENOMEM, "out of memory");
 		/* NIC references resolve once the NICs are read. */
 		if (!rc)
 			jv_get_ex(item, "nic", &gpu_nics[g]);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -681,50 +488,52 @@ static int load_nvlinks(struct jl *j, struct jv *node, int ni)
 	int ngpus = j->t->nodes[ni].ngpus, all = -1, rc;
 	size_t old;
 
-	rc = get_int(j, node, "nvlink_all", 0, 0, UINT16_MAX, &all);
+	rc = isle__jget_int(&j->w, node, "nvlink_all", 0, 0, UINT16_MAX, &all);
 	for (int a = 0; !rc && all >= 0 && a < ngpus; a++)
 		for (int b = a + 1; b < ngpus; b++)
 			isle_topo_set_nvlink(j->t, ni, a, b, all);
 	if (!rc)
-		rc = member(j, node, "nvlinks", J_ARR, 0, &arr);
+		rc = isle__jmember(&j->w, node, "nvlinks", J_ARR, 0, &arr);
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "nvlinks");
+	old = isle__jpush_key(&j->w, "nvlinks");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	{
 		int64_t v[3];
 
 		if (!jv_is(item, JV_ARR) || jv_len(item) != 3) {
-			rc = jerr(j, -EINVAL, "expected [gpu_a, gpu_b, links]");
+			rc = isle__jerr(&j->w, -EINVAL,
+					"expected [gpu_a, gpu_b, links]");
 			break;
 		}
 		for (size_t k = 0; k < 3 && !rc; k++) {
 			struct jv *x = jv_idx(item, k);
-			size_t o2 = push_idx(j, k);
+			size_t o2 = isle__jpush_idx(&j->w, k);
 
-			rc = expect(j, x, J_INT);
+			rc = isle__jexpect(&j->w, x, J_INT);
 			if (!rc)
 				v[k] = jv_int64(x);
 			if (!rc && k < 2 && (v[k] < 0 || v[k] >= ngpus))
-				rc = jerr(j, -ERANGE,
-					  "GPU %" PRId64 " out of range "
-					  "(node has %d GPUs)",
-					  v[k], ngpus);
+				rc = isle__jerr(&j->w, -ERANGE,
+						"GPU %" PRId64 " out of range "
+						"(node has %d GPUs)",
+						v[k], ngpus);
 			if (!rc && k == 2 && (v[k] < 0 || v[k] > UINT16_MAX))
-				rc = jerr(j, -ERANGE,
-					  "link count %" PRId64 " out of range",
-					  v[k]);
-			pop(j, o2);
+				rc = isle__jerr(&j->w, -ERANGE,
+						"link count %" PRId64
+						" out of range",
+						v[k]);
+			isle__jpop(&j->w, o2);
 		}
 		if (!rc && v[0] == v[1])
-			rc =
-			    jerr(j, -EINVAL,
-				 "NVLink from GPU %" PRId64 " to itself", v[0]);
+			rc = isle__jerr(&j->w, -EINVAL,
+					"NVLink from GPU %" PRId64 " to itself",
+					v[0]);
 		if (!rc)
 			rc = isle_topo_set_nvlink(j->t, ni, (int)v[0],
 						  (int)v[1], (int)v[2]);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -733,12 +542,12 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 	static const char *const keys[] = {"name", "guid", "rail", "switch",
 					   "numa", "gbps", NULL};
 	struct jv *arr, *item;
-	int rc = member(j, node, "nics", J_ARR, 0, &arr);
+	int rc = isle__jmember(&j->w, node, "nics", J_ARR, 0, &arr);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "nics");
+	old = isle__jpush_key(&j->w, "nics");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	{
 		struct isle_node *n = &j->t->nodes[ni];
@@ -746,13 +555,13 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 		const char *name = NULL, *sw = NULL;
 		int k;
 
-		rc = expect(j, item, J_OBJ);
+		rc = isle__jexpect(&j->w, item, J_OBJ);
 		if (!rc)
 			rc = check_keys(j, item, keys);
 		if (!rc)
-			rc = get_str(j, item, "name", 1, &name);
+			rc = isle__jget_str(&j->w, item, "name", 1, 1, &name);
 		if (!rc)
-			rc = check_name(j, "name", name);
+			rc = isle__jcheck_name(&j->w, "name", name);
 		if (rc)
 			break;
 		for (k = 0; k < n->nnics && strcmp(n->nics[k].name, name); k++)
@@ -761,20 +570,23 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 			nic = n->nics[k];
 		rc = get_guid(j, item, &nic.guid);
 		if (!rc)
-			rc = get_int(j, item, "rail", 0, -1, 4096, &nic.rail);
+			rc = isle__jget_int(&j->w, item, "rail", 0, -1, 4096,
+					    &nic.rail);
 		if (!rc)
-			rc = get_int(j, item, "numa", 0, -1, 4095, &nic.numa);
+			rc = isle__jget_int(&j->w, item, "numa", 0, -1, 4095,
+					    &nic.numa);
 		if (!rc)
-			rc = get_num(j, item, "gbps", 0, &nic.gbps);
+			rc = isle__jget_num(&j->w, item, "gbps", 0, &nic.gbps);
 		if (!rc)
-			rc = get_str(j, item, "switch", 0, &sw);
+			rc = isle__jget_str(&j->w, item, "switch", 0, 1, &sw);
 		if (rc)
 			break;
 		if (k == n->nnics) {
 			k = isle_topo_add_nic(j->t, ni, name, nic.guid,
 					      nic.rail, nic.gbps, nic.numa);
 			if (k < 0) {
-				rc = jerr(j, k, "cannot add NIC '%s'", name);
+				rc = isle__jerr(&j->w, k, "cannot add NIC '%s'",
+						name);
 				break;
 			}
 		} else {
@@ -787,16 +599,16 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 			int s = isle_topo_find_switch(j->t, sw);
 
 			if (s < 0)
-				rc = jerr_key(j, -ENOENT, "switch",
-					      "unknown switch '%s'", sw);
+				rc = isle__jerr_key(&j->w, -ENOENT, "switch",
+						    "unknown switch '%s'", sw);
 			else if (isle_topo_attach_node(j->t, s, ni, k))
-				rc = jerr_key(
-				    j, -EINVAL, "switch",
+				rc = isle__jerr_key(
+				    &j->w, -EINVAL, "switch",
 				    "NIC is already cabled to '%s'",
 				    j->t->switches[n->nics[k].sw].name);
 		}
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -804,17 +616,19 @@ static int load_nics(struct jl *j, struct jv *node, int ni)
 static int load_gpu_nic(struct jl *j, int ni, int g, struct jv *v)
 {
 	struct isle_node *n = &j->t->nodes[ni];
-	size_t old = push_key(j, "gpus"), o2 = push_idx(j, (size_t)g);
+	size_t old = isle__jpush_key(&j->w, "gpus"),
+	       o2 = isle__jpush_idx(&j->w, (size_t)g);
 	int rc = 0, k = -1;
 
 	if (jv_is(v, JV_INT)) {
 		int64_t x = jv_int64(v);
 
 		if (x < -1 || x >= n->nnics)
-			rc = jerr_key(j, -ERANGE, "nic",
-				      "NIC %" PRId64 " out of range (node has "
-				      "%d NICs)",
-				      x, n->nnics);
+			rc = isle__jerr_key(&j->w, -ERANGE, "nic",
+					    "NIC %" PRId64
+					    " out of range (node has "
+					    "%d NICs)",
+					    x, n->nnics);
 		k = (int)x;
 	} else if (jv_is(v, JV_STR)) {
 		const char *s = jv_str(v);
@@ -822,14 +636,16 @@ static int load_gpu_nic(struct jl *j, int ni, int g, struct jv *v)
 		for (k = 0; k < n->nnics && strcmp(n->nics[k].name, s); k++)
 			;
 		if (k == n->nnics)
-			rc = jerr_key(j, -ENOENT, "nic", "unknown NIC '%s'", s);
+			rc = isle__jerr_key(&j->w, -ENOENT, "nic",
+					    "unknown NIC '%s'", s);
 	} else {
-		rc = jerr_key(j, -EINVAL, "nic", "expected NIC name or index");
+		rc = isle__jerr_key(&j->w, -EINVAL, "nic",
+				    "expected NIC name or index");
 	}
 	if (!rc)
 		rc = isle_topo_set_gpu_nic(j->t, ni, g, k);
-	pop(j, o2);
-	pop(j, old);
+	isle__jpop(&j->w, o2);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -840,14 +656,14 @@ static int load_node_one(struct jl *j, struct jv *item, const char *name)
 	const char *rack = NULL;
 	int rc, ni;
 
-	rc = check_name(j, "name", name);
+	rc = isle__jcheck_name(&j->w, "name", name);
 	if (rc)
 		return rc;
 	ni = isle_topo_find_node(j->t, name);
 	if (ni < 0)
 		ni = isle_topo_add_node(j->t, name, 0);
 	if (ni < 0)
-		return jerr(j, ni, "cannot add node '%s'", name);
+		return isle__jerr(&j->w, ni, "cannot add node '%s'", name);
 	/* The index keeps the key: the model's copy outlives a host list's
 	 * expansion. */
 	rc = define(j, j->seen_nodes, j->t->nodes[ni].name, "node");
@@ -861,9 +677,9 @@ static int load_node_one(struct jl *j, struct jv *item, const char *name)
 		if (gpu_nics[g])
 			rc = load_gpu_nic(j, ni, g, gpu_nics[g]);
 	if (!rc)
-		rc = get_str(j, item, "rack", 0, &rack);
+		rc = isle__jget_str(&j->w, item, "rack", 0, 1, &rack);
 	if (!rc && rack)
-		rc = check_name(j, "rack", rack);
+		rc = isle__jcheck_name(&j->w, "rack", rack);
 	if (!rc && rack) {
 		int r = rack_index(j, rack);
 
@@ -885,17 +701,18 @@ static int load_node(struct jl *j, struct jv *item)
 	char **hosts = NULL, err[256];
 	int rc, nhosts = 0;
 
-	rc = expect(j, item, J_OBJ);
+	rc = isle__jexpect(&j->w, item, J_OBJ);
 	if (!rc)
 		rc = check_keys(j, item, keys);
 	if (!rc)
-		rc = get_str(j, item, "name", 1, &name);
+		rc = isle__jget_str(&j->w, item, "name", 1, 1, &name);
 	if (rc)
 		return rc;
 	if (!strchr(name, '['))
 		return load_node_one(j, item, name);
 	if (isle_hostlist_expand(name, &hosts, &nhosts, err, sizeof(err)))
-		return jerr_key(j, -EINVAL, "name", "'%s': %s", name, err);
+		return isle__jerr_key(&j->w, -EINVAL, "name", "'%s': %s", name,
+				      err);
 	for (int h = 0; !rc && h < nhosts; h++)
 		rc = load_node_one(j, item, hosts[h]);
 	isle_hostlist_free(hosts, nhosts);
@@ -905,15 +722,15 @@ static int load_node(struct jl *j, struct jv *item)
 static int load_nodes(struct jl *j, struct jv *root)
 {
 	struct jv *arr, *item;
-	int rc = member(j, root, "nodes", J_ARR, 0, &arr);
+	int rc = isle__jmember(&j->w, root, "nodes", J_ARR, 0, &arr);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "nodes");
+	old = isle__jpush_key(&j->w, "nodes");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	rc = load_node(j, item);
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -921,48 +738,50 @@ static int load_domains(struct jl *j, struct jv *root)
 {
 	static const char *const keys[] = {"name", "nodes", "bw_gbps", NULL};
 	struct jv *arr, *item;
-	int rc = member(j, root, "domains", J_ARR, 0, &arr);
+	int rc = isle__jmember(&j->w, root, "domains", J_ARR, 0, &arr);
 	size_t old;
 
 	if (rc)
 		return rc > 0 ? 0 : rc;
-	old = push_key(j, "domains");
+	old = isle__jpush_key(&j->w, "domains");
 	FOREACH_ITEM(j, arr, i, item, rc)
 	{
 		const char *name = NULL;
 		double bw = 0;
 		int *nodes = NULL, n = 0, d;
 
-		rc = expect(j, item, J_OBJ);
+		rc = isle__jexpect(&j->w, item, J_OBJ);
 		if (!rc)
 			rc = check_keys(j, item, keys);
 		if (!rc)
-			rc = get_str(j, item, "name", 1, &name);
+			rc = isle__jget_str(&j->w, item, "name", 1, 1, &name);
 		if (!rc)
-			rc = check_name(j, "name", name);
+			rc = isle__jcheck_name(&j->w, "name", name);
 		if (!rc)
-			rc = get_num(j, item, "bw_gbps", 0, &bw);
+			rc = isle__jget_num(&j->w, item, "bw_gbps", 0, &bw);
 		if (!rc)
 			rc = node_list(j, item, "nodes", &nodes, &n);
 		if (!rc && !n)
-			rc = jerr_key(j, -EINVAL, "nodes", "no nodes");
+			rc =
+			    isle__jerr_key(&j->w, -EINVAL, "nodes", "no nodes");
 		if (rc) {
 			free(nodes);
 			break;
 		}
 		d = isle_topo_add_domain(j->t, name, nodes, n, bw);
 		if (d == -EEXIST && isle_topo_find_island(j->t, name) >= 0)
-			rc = jerr_key(j, d, "name", "duplicate domain '%s'",
-				      name);
+			rc = isle__jerr_key(&j->w, d, "name",
+					    "duplicate domain '%s'", name);
 		else if (d == -EEXIST || d == -EINVAL)
-			rc = jerr_key(j, d, "nodes",
-				      "a node is listed twice or is already in "
-				      "another domain");
+			rc = isle__jerr_key(
+			    &j->w, d, "nodes",
+			    "a node is listed twice or is already in "
+			    "another domain");
 		else if (d < 0)
-			rc = jerr(j, d, "cannot add domain");
+			rc = isle__jerr(&j->w, d, "cannot add domain");
 		free(nodes);
 	}
-	pop(j, old);
+	isle__jpop(&j->w, old);
 	return rc;
 }
 
@@ -980,27 +799,29 @@ static int merge_root(struct jl *j, struct jv *root, int full)
 	j->seen_switches = isle__index_create();
 	j->seen_racks = isle__index_create();
 	if (!j->seen_nodes || !j->seen_switches || !j->seen_racks) {
-		rc = isle__errf(-ENOMEM, j->err, j->errlen, "out of memory");
+		rc =
+		    isle__errf(-ENOMEM, j->w.err, j->w.errlen, "out of memory");
 		goto out;
 	}
-	strcpy(j->path, "$");
-	j->plen = 1;
-	rc = expect(j, root, J_OBJ);
+	isle__jwalk_init(&j->w, j->w.file, j->w.err, j->w.errlen);
+	rc = isle__jexpect(&j->w, root, J_OBJ);
 	if (!rc)
 		rc = check_keys(j, root, keys);
 	if (!rc)
-		rc = get_int(j, root, "version", full, 0, 1000000, &version);
+		rc = isle__jget_int(&j->w, root, "version", full, 0, 1000000,
+				    &version);
 	if (!rc && version != ISLE_TOPO_SCHEMA_VERSION)
-		rc = jerr_key(j, -EINVAL, "version",
-			      "unsupported version %d (this isle reads %d)",
-			      version, ISLE_TOPO_SCHEMA_VERSION);
+		rc = isle__jerr_key(
+		    &j->w, -EINVAL, "version",
+		    "unsupported version %d (this isle reads %d)", version,
+		    ISLE_TOPO_SCHEMA_VERSION);
 	if (!rc)
-		rc = get_str(j, root, "name", 0, &name);
+		rc = isle__jget_str(&j->w, root, "name", 0, 1, &name);
 	if (!rc && name) {
 		free(j->t->name);
 		j->t->name = strdup(name);
 		if (!j->t->name)
-			rc = jerr(j, -ENOMEM, "out of memory");
+			rc = isle__jerr(&j->w, -ENOMEM, "out of memory");
 	}
 	if (!rc)
 		rc = load_tiers(j, root);
@@ -1026,16 +847,18 @@ out:
 int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 		       char *err, size_t errlen)
 {
-	struct jl j = {
-	    .file = name ? name : "<buffer>", .err = err, .errlen = errlen};
+	struct jl j = {.w = {.file = name ? name : "<buffer>",
+			     .err = err,
+			     .errlen = errlen}};
 	struct jv_doc doc;
 	char ferr[512] = "";
 	int rc;
 
 	*out = NULL;
 	if (!buf)
-		return isle__errf(-EINVAL, err, errlen, "%s: no data", j.file);
-	rc = isle__jv_parse(buf, j.file, &doc, err, errlen);
+		return isle__errf(-EINVAL, err, errlen, "%s: no data",
+				  j.w.file);
+	rc = isle__jv_parse(buf, j.w.file, &doc, err, errlen);
 	if (rc)
 		return rc;
 	j.t = isle_topo_create();
@@ -1050,7 +873,7 @@ int isle_topo_load_buf(const char *buf, const char *name, isle_topo **out,
 	if (!rc) {
 		rc = isle_topo_finalize(j.t, ferr, sizeof(ferr));
 		if (rc)
-			isle__errf(rc, err, errlen, "%s: %s", j.file, ferr);
+			isle__errf(rc, err, errlen, "%s: %s", j.w.file, ferr);
 	}
 	if (!rc) {
 		*out = j.t;
@@ -1079,7 +902,8 @@ int isle_topo_load(const char *path, isle_topo **out, char *err, size_t errlen)
 int isle_topo_merge_json(isle_topo *t, const char *path, char *err,
 			 size_t errlen)
 {
-	struct jl j = {.file = path, .t = t, .err = err, .errlen = errlen};
+	struct jl j = {.w = {.file = path, .err = err, .errlen = errlen},
+		       .t = t};
 	struct jv_doc doc;
 	char *buf;
 	int rc;

@@ -455,6 +455,18 @@ static int check_names(const isle_topo *t, const char *path, char *err,
 			    "'%c' that cluster files do not allow",
 			    path, t->switches[i].name,
 			    isle__bad_name_char(t->switches[i].name));
+	/* A NIC's name can come from an ibnetdiscover node description. */
+	for (int i = 0; i < t->nnodes; i++)
+		for (int k = 0; k < t->nodes[i].nnics; k++)
+			if (isle__bad_name_char(t->nodes[i].nics[k].name))
+				return isle__errf(
+				    -EINVAL, err, errlen,
+				    "%s: node %s: NIC name '%s' has character "
+				    "'%c' that cluster files do not allow",
+				    path, t->nodes[i].name,
+				    t->nodes[i].nics[k].name,
+				    isle__bad_name_char(
+					t->nodes[i].nics[k].name));
 	return 0;
 }
 

@@ -9,7 +9,8 @@ TOPO_SRCS := topology/model.c topology/index.c topology/hostlist.c \
 	     topology/json_load.c topology/json_save.c topology/lint.c \
 	     topology/emit_slurm.c topology/emit_gres.c topology/emit_nccl.c \
 	     topology/emit_dot.c topology/emit_fabric.c topology/fileio.c \
-	     topology/finalize.c topology/json_fast.c
+	     topology/finalize.c topology/json_fast.c \
+	     topology/json_walk.c
 TOPO_OBJS := $(TOPO_SRCS:%.c=$(B)/%.o)
 ALL_OBJS += $(TOPO_OBJS)
 

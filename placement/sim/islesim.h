@@ -24,6 +24,19 @@ int sim_cluster_build(const char *name, const char *data_dir, isle_topo **out,
  * the block id; returns the block count. */
 int sim_cluster_blocks(const isle_topo *t, int *block);
 
+/* --- stats.c ------------------------------------------------------------ */
+
+/* Thread CPU time in microseconds: a decision's own cost, not inflated
+ * when the machine is shared and the thread is preempted. */
+double sim_now_us(void);
+/* The p-th percentile (0 < p <= 1) of v[0..n) by nearest rank: the
+ * ceil(p * n)-th smallest. Sorts v; 0 when n is 0. */
+double sim_pct(double *v, int n, double p);
+/* The median of v[0..n), the mean of the middle two for even n. Sorts v;
+ * 0 when n is 0. */
+double sim_median(double *v, int n);
+double sim_mean(const double *v, int n); /* 0 when n is 0 */
+
 /* --- workload.c --------------------------------------------------------- */
 
 struct sim_job {

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "islesim.h"
 
@@ -262,23 +261,6 @@ out:
 	return rc;
 }
 
-/* Thread CPU time: a decision's own cost, not inflated when the machine is
- * shared and the thread is preempted. */
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Decision time of the engine on an N-node cluster (8 GPUs per node) that
  * is about 70% busy with a fragmented mix: jobs from the generator are
@@ -352,13 +334,12 @@ static int run_scale(const struct cfg *c, int nodes, double *p50, double *p99)
 		req.tp = j->tp;
 		req.pp = j->pp;
 		req.workload = j->workload;
-		t0 = now_us();
+		t0 = sim_now_us();
 		isle_place(eng, fm, NULL, &req, &res);
-		us[nd++] = now_us() - t0;
+		us[nd++] = sim_now_us() - t0;
 	}
-	qsort(us, (size_t)nd, sizeof(*us), cmp_dbl);
-	*p50 = us[nd / 2];
-	*p99 = us[(int)ceil(0.99 * nd) - 1];
+	*p50 = sim_pct(us, nd, 0.50);
+	*p99 = sim_pct(us, nd, 0.99);
 	printf("scale %6d nodes, mix %s: decision p50 %8.1f us  p99 %8.1f us "
 	       "(%d decisions, %.0f%% of GPUs busy)\n",
 	       nodes, c->mix, *p50, *p99, nd,

@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "islesim.h"
 
@@ -104,16 +103,6 @@ static struct running heap_pop(struct state *s)
 	if (s->nheap > 0)
 		s->heap[i] = last;
 	return top;
-}
-
-/* Thread CPU time: a decision's own cost, not inflated when the machine is
- * shared and the thread is preempted. */
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static int push_sample(double **arr, int *n, int *cap, double v)
@@ -403,10 +392,10 @@ static int main_pass(struct state *s, double now)
 			continue;
 		}
 		make_req(s, j, &req);
-		t0 = now_us();
+		t0 = sim_now_us();
 		rc = policy_place_at(s, j, s->free, &req, now, &s->res);
 		if (push_sample(&s->dec_us, &s->ndec, &s->capdec,
-				now_us() - t0))
+				sim_now_us() - t0))
 			return -ENOMEM;
 		if (rc == -ENOSPC) {
 			rc = 0;
@@ -646,37 +635,6 @@ static void advance(struct state *s, double from, double to)
 	}
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, int n, double p)
-{
-	int k;
-
-	if (n == 0)
-		return 0.0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
-	k = (int)ceil(p * n) - 1;
-	if (k < 0)
-		k = 0;
-	if (k >= n)
-		k = n - 1;
-	return v[k];
-}
-
-static double mean(const double *v, int n)
-{
-	double s = 0;
-
-	for (int i = 0; i < n; i++)
-		s += v[i];
-	return n ? s / n : 0.0;
-}
-
 const char *const sim_class_names[SIM_NCLASSES] = {"1", "2-8", "9-64", ">64"};
 
 int sim_class_of(int gpus)
@@ -842,27 +800,27 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    s.tp_groups ? 100.0 * s.tp_inside / s.tp_groups : 100.0;
 	m->tp_in_island_req_pct =
 	    s.req_groups ? 100.0 * s.req_inside / s.req_groups : 100.0;
-	m->comm_cost_ratio_mean = mean(s.ratio, s.nratio);
-	m->comm_cost_ratio_p95 = pct(s.ratio, s.nratio, 0.95);
-	m->infer_latency_ratio_mean = mean(s.iratio, s.niratio);
+	m->comm_cost_ratio_mean = sim_mean(s.ratio, s.nratio);
+	m->comm_cost_ratio_p95 = sim_pct(s.ratio, s.nratio, 0.95);
+	m->infer_latency_ratio_mean = sim_mean(s.iratio, s.niratio);
 	m->occupancy_mean =
 	    s.window > 0 ? s.busy_int / (s.window * (double)s.total) : 0;
 	m->fragmentation_mean = s.window > 0 ? s.frag_int / s.window : 0;
 	m->wait_mean_s = s.started ? s.wait_sum / s.started : 0;
-	m->wait_p95_s = pct(s.waits, s.nwaits, 0.95);
+	m->wait_p95_s = sim_pct(s.waits, s.nwaits, 0.95);
 	m->wait_gpu_mean_s = s.gpu_sum > 0 ? s.wait_gpu_sum / s.gpu_sum : 0;
-	m->jct_mean_s = mean(s.jcts, s.njcts);
+	m->jct_mean_s = sim_mean(s.jcts, s.njcts);
 	for (i = 0; i < SIM_NCLASSES; i++) {
 		m->wait_class_n[i] = s.ncwait[i];
-		m->wait_class_mean[i] = mean(s.cwait[i], s.ncwait[i]);
-		m->wait_class_p95[i] = pct(s.cwait[i], s.ncwait[i], 0.95);
+		m->wait_class_mean[i] = sim_mean(s.cwait[i], s.ncwait[i]);
+		m->wait_class_p95[i] = sim_pct(s.cwait[i], s.ncwait[i], 0.95);
 	}
-	m->step_time_mean = mean(s.steps, s.nsteps);
-	m->step_time_p95 = pct(s.steps, s.nsteps, 0.95);
-	m->comm_time_mean = mean(s.comms, s.ncomms);
+	m->step_time_mean = sim_mean(s.steps, s.nsteps);
+	m->step_time_p95 = sim_pct(s.steps, s.nsteps, 0.95);
+	m->comm_time_mean = sim_mean(s.comms, s.ncomms);
 	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
-	m->decision_us_p50 = pct(s.dec_us, s.ndec, 0.50);
-	m->decision_us_p99 = pct(s.dec_us, s.ndec, 0.99);
+	m->decision_us_p50 = sim_pct(s.dec_us, s.ndec, 0.50);
+	m->decision_us_p99 = sim_pct(s.dec_us, s.ndec, 0.99);
 out:
 	while (s.nheap) {
 		struct running r = heap_pop(&s);

@@ -23,6 +23,10 @@ static inline void fuzz_check_reload(const isle_topo *t)
 	for (int i = 0; i < t->nswitches; i++)
 		if (isle__bad_name_char(t->switches[i].name))
 			goto out;
+	for (int i = 0; i < t->nnodes; i++)
+		for (int k = 0; k < t->nodes[i].nnics; k++)
+			if (isle__bad_name_char(t->nodes[i].nics[k].name))
+				goto out;
 	if (!json)
 		return;
 	if (isle_topo_load_buf(json, "saved.json", &u, err, sizeof(err)) != 0) {

@@ -20,22 +20,11 @@
 #endif
 
 #include "comm_priv.h"
+#include "test_plan_text.h"
 
 #ifndef ISLE_SRCDIR
 #define ISLE_SRCDIR "."
 #endif
-
-static char *plan_text(const struct isle_plan *p)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(isle_plan_write(p, f), 0);
-	fclose(f);
-	return buf;
-}
 
 static void test_dense_ids(void **state)
 {
@@ -203,7 +192,7 @@ static void test_plan_hash(void **state)
 {
 	char *a = gen_plan(16, 4, 2, 8, 0), *b = gen_plan(16, 4, 2, 8, 1);
 	struct isle_plan *pa = parse(a), *pa2, *pb = parse(b);
-	char *round = plan_text(pa);
+	char *round = test_plan_text(pa);
 
 	pa2 = parse(round);
 	assert_true(isle_plan_hash(pa) == isle_plan_hash(pa2));

@@ -27,6 +27,7 @@
 #include <json-c/json.h>
 
 #include "isle_proto.h"
+#include "test_plan_text.h"
 
 #ifndef PROTO_GOLDEN_DIR
 #define PROTO_GOLDEN_DIR "tests/golden/proto"
@@ -98,18 +99,6 @@ static void out_check(struct out *o, const char *golden)
 	free(o->buf);
 }
 
-static char *plan_text(const struct isle_plan *p)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(isle_plan_write(p, f), 0);
-	fclose(f);
-	return buf;
-}
-
 static void test_plan_golden(void **state)
 {
 	char dir[512];
@@ -139,7 +128,7 @@ static void test_plan_golden(void **state)
 			if (rc)
 				fail_msg("%s: %s", name, err);
 			assert_int_equal(p->version, ISLE_PLAN_VERSION);
-			text = plan_text(p);
+			text = test_plan_text(p);
 			/* The preload's libc-only scan agrees with the
 			 * reader. */
 			for (int j = 0; j < p->nlevels; j++)
@@ -153,7 +142,7 @@ static void test_plan_golden(void **state)
 					     sizeof(err));
 			if (rc)
 				fail_msg("%s (rewritten): %s", name, err);
-			text2 = plan_text(p2);
+			text2 = test_plan_text(p2);
 			assert_string_equal(text, text2);
 			assert_true(isle_plan_hash(p) == isle_plan_hash(p2));
 			free(text);

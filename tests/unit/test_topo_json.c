@@ -123,6 +123,13 @@ static void test_save_file(void **state)
 	    1);
 	assert_int_equal(isle_topo_save(t2, path, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "switch name 'Quantum QM9700'"));
+	/* So is a NIC's (an ibnetdiscover node description can carry any
+	 * byte); the file once written did not load. */
+	isle_topo_destroy(t2);
+	t2 = load_ok(path);
+	assert_true(isle_topo_add_nic(t2, 0, "mlx5\xff", 0, -1, 0, -1) >= 0);
+	assert_int_equal(isle_topo_save(t2, path, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "NIC name 'mlx5"));
 	/* A directory that does not exist gives an error naming it. */
 	assert_true(
 	    isle_topo_save(t, "/nonexistent-dir/c.json", err, sizeof(err)) < 0);
