@@ -171,7 +171,7 @@ struct isle_exp_snapshot {
 	const struct isle_exp_nodes *nodes;
 	const struct isle_exp_store_stats *store;
 	const struct isle_exp_store_stats *reports; /* shim reports */
-	double fragmentation; /* 0..1, < 0 unknown */
+	double fragmentation;			    /* 0..1, < 0 unknown */
 	struct isle_exp_source src[ISLE_EXP_SRC_COUNT];
 };
 

@@ -380,8 +380,7 @@ static void shim(struct sb *b, enum isle_exp_format f,
 	       "Files in the reports directory: readable reports, files that "
 	       "do not read, and new files left for a later scan (a scan "
 	       "reads a bounded number).");
-	sb_printf(b, "isle_shim_reports{state=\"readable\"} %ld\n",
-		  s->records);
+	sb_printf(b, "isle_shim_reports{state=\"readable\"} %ld\n", s->records);
 	sb_printf(b, "isle_shim_reports{state=\"unreadable\"} %ld\n",
 		  s->unreadable);
 	sb_printf(b, "isle_shim_reports{state=\"deferred\"} %ld\n",
@@ -434,8 +433,9 @@ char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 	       "1 if the exporter's last read of the source succeeded.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++)
 		if (!s->src[i].off)
-			sb_printf(&b, "isle_exporter_source_up{source=\"%s\"} %d\n",
-			  src_names[i], s->src[i].up);
+			sb_printf(&b,
+				  "isle_exporter_source_up{source=\"%s\"} %d\n",
+				  src_names[i], s->src[i].up);
 	family(&b, f, "isle_exporter_source_last_success_timestamp_seconds",
 	       GAUGE, "seconds",
 	       "When the exporter last read the source successfully (Unix "
@@ -465,10 +465,11 @@ char *isle_exp_render(const struct isle_exp_snapshot *s, enum isle_exp_format f,
 	       "Failed reads of the source.");
 	for (int i = 0; i < ISLE_EXP_SRC_COUNT; i++)
 		if (!s->src[i].off)
-			sb_printf(&b,
-			  "isle_exporter_source_errors_total{source=\"%s\"} "
-			  "%llu\n",
-			  src_names[i], (unsigned long long)s->src[i].errors);
+			sb_printf(
+			    &b,
+			    "isle_exporter_source_errors_total{source=\"%s\"} "
+			    "%llu\n",
+			    src_names[i], (unsigned long long)s->src[i].errors);
 	if (f == ISLE_EXP_OPENMETRICS)
 		sb_printf(&b, "# EOF\n");
 	if (b.oom) {

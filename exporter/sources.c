@@ -278,8 +278,7 @@ static int eval_buckets(const char *line, struct isle_exp_topo *out)
 				return -EINVAL;
 			errno = 0;
 			n = strtoull(p + 5, &e, 10);
-			return errno || *e || n != out->eval_calls ||
-				       n < prev_n
+			return errno || *e || n != out->eval_calls || n < prev_n
 				   ? -EINVAL
 				   : 0;
 		}

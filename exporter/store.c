@@ -65,8 +65,7 @@ isle_exp_store *isle_exp_store_create(const char *records_dir)
 	return s;
 }
 
-isle_exp_store *isle_exp_reports_create(const char *reports_dir,
-					long max_reads)
+isle_exp_store *isle_exp_reports_create(const char *reports_dir, long max_reads)
 {
 	isle_exp_store *s = isle_exp_store_create(reports_dir);
 

@@ -290,8 +290,8 @@ int isle_report_parse(const char *json, size_t len, const char *name,
 
 /* Reads the regular file fd (at most ISLE_REPORT_MAX bytes) and parses it;
  * closes fd. uid (unless -1) must own it, with one link. */
-static int read_fd(int fd, uid_t uid, const char *name,
-		   struct isle_report *out, char *err, size_t errlen)
+static int read_fd(int fd, uid_t uid, const char *name, struct isle_report *out,
+		   char *err, size_t errlen)
 {
 	char *buf = NULL;
 	struct stat st;
@@ -338,9 +338,8 @@ static int read_fd(int fd, uid_t uid, const char *name,
 			break;
 		n += (size_t)got;
 		if (n > ISLE_REPORT_MAX) {
-			rc = errf(-EFBIG, err, errlen,
-				  "%s: more than %d bytes", name,
-				  ISLE_REPORT_MAX);
+			rc = errf(-EFBIG, err, errlen, "%s: more than %d bytes",
+				  name, ISLE_REPORT_MAX);
 			goto out;
 		}
 	}
@@ -360,9 +359,9 @@ int isle_report_read(const char *path, struct isle_report *out, char *err,
 
 	memset(out, 0, sizeof(*out));
 	if ((fd = open(path, RO_FLAGS)) < 0)
-		return errf(errno == ELOOP ? -EINVAL : -errno, err, errlen,
-			    "%s: %s", path,
-			    errno == ELOOP ? "a symbolic link" : strerror(errno));
+		return errf(
+		    errno == ELOOP ? -EINVAL : -errno, err, errlen, "%s: %s",
+		    path, errno == ELOOP ? "a symbolic link" : strerror(errno));
 	return read_fd(fd, (uid_t)-1, path, out, err, errlen);
 }
 
@@ -429,7 +428,8 @@ int isle_report_name_parse(const char *name, uint32_t *job_id)
 	unsigned long v;
 
 	if (strncmp(name, STORE_PREFIX, strlen(STORE_PREFIX)) ||
-	    !isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1])))
+	    !isdigit((unsigned char)*p) ||
+	    (*p == '0' && isdigit((unsigned char)p[1])))
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(p, &e, 10);
@@ -454,8 +454,7 @@ static int by_age(const void *a, const void *b)
 }
 
 /* Keeps the newest keep reports of dfd; removes stale temporary files. */
-static int prune(int dfd, long keep, const char *dir, char *err,
-		 size_t errlen)
+static int prune(int dfd, long keep, const char *dir, char *err, size_t errlen)
 {
 	struct aged *v = NULL;
 	size_t n = 0, cap = 0;
@@ -484,8 +483,8 @@ static int prune(int dfd, long keep, const char *dir, char *err,
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		if (n == cap) {
-			struct aged *nv =
-			    realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
+			struct aged *nv = realloc(
+			    v, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
 
 			if (!nv) {
 				rc = -ENOMEM;
@@ -547,8 +546,9 @@ int isle_report_store(const char *dir, uint32_t job_id,
 		rc = -errno;
 	if (rc) {
 		unlinkat(dfd, tmp, 0);
-		rc = errf(rc, err, errlen, "reports dir %s: cannot write %s: %s",
-			  dir, name, strerror(-rc));
+		rc =
+		    errf(rc, err, errlen, "reports dir %s: cannot write %s: %s",
+			 dir, name, strerror(-rc));
 		goto out;
 	}
 	rc = prune(dfd, keep, dir, err, errlen);

@@ -43,10 +43,12 @@ int isle__cmd_explain(int argc, char **argv);
 
 /*
  * Prints the decision record at path to out (text, or the JSON itself when
- * json is nonzero). 0, or -ENOENT / -EINVAL with err[errlen] filled.
+ * json is nonzero). In JSON, with a reports_dir, the record gains
+ * "shim_report": job_id's shim report, or null and "shim_report_error".
+ * 0, or -ENOENT / -EINVAL with err[errlen] filled.
  */
-int isle__explain_print(const char *path, int json, FILE *out, char *err,
-			size_t errlen);
+int isle__explain_print(const char *path, int json, const char *reports_dir,
+			uint32_t job_id, FILE *out, char *err, size_t errlen);
 
 /*
  * The shim's report of job_id from reports_dir (proto's isle_report_path,

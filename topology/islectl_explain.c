@@ -195,8 +195,52 @@ static void _print_text(json_object *rec, FILE *out)
 	fprintf(out, "Why:        %s\n", _str(rec, "why", "?"));
 }
 
-int isle__explain_print(const char *path, int json, FILE *out, char *err,
-			size_t errlen)
+/*
+ * The JSON form of the shim's report of job_id, added to rec as
+ * "shim_report": the report as proto writes it (read and checked by
+ * isle_report_read, written again by isle_report_write: one reader, one
+ * writer), or null with "shim_report_error" saying why there is none.
+ */
+static void _json_report(json_object *rec, const char *reports_dir,
+			 uint32_t job_id)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256], *buf = NULL;
+	json_object *rep = NULL;
+	struct isle_report r;
+	size_t len = 0;
+	FILE *mem;
+	int rc;
+
+	if (!reports_dir || !reports_dir[0])
+		return;
+	if (isle_report_path(reports_dir, job_id, path, sizeof(path))) {
+		snprintf(err, sizeof(err), "%s: path too long", reports_dir);
+		goto out;
+	}
+	rc = isle_report_read(path, &r, err, sizeof(err));
+	if (rc == -ENOENT)
+		snprintf(err, sizeof(err), "no report for job %u in %s", job_id,
+			 reports_dir);
+	if (rc)
+		goto out;
+	if (!(mem = open_memstream(&buf, &len))) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	rc = isle_report_write(&r, mem);
+	fclose(mem);
+	if (rc || !(rep = json_tokener_parse(buf)))
+		snprintf(err, sizeof(err), "%s: cannot render", path);
+out:
+	free(buf);
+	json_object_object_add(rec, "shim_report", rep);
+	if (!rep)
+		json_object_object_add(rec, "shim_report_error",
+				       json_object_new_string(err));
+}
+
+int isle__explain_print(const char *path, int json, const char *reports_dir,
+			uint32_t job_id, FILE *out, char *err, size_t errlen)
 {
 	json_object *rec;
 	void *o;
@@ -205,11 +249,12 @@ int isle__explain_print(const char *path, int json, FILE *out, char *err,
 	if (rc)
 		return rc;
 	rec = o;
-	if (json)
+	if (json) {
+		_json_report(rec, reports_dir, job_id);
 		fprintf(out, "%s\n",
 			json_object_to_json_string_ext(
 			    rec, JSON_C_TO_STRING_PRETTY));
-	else {
+	} else {
 		_sanitize(rec);
 		_print_text(rec, out);
 	}
@@ -218,8 +263,8 @@ int isle__explain_print(const char *path, int json, FILE *out, char *err,
 }
 
 static const char *const _class_names[ISLE_REPORT_CLASSES] = {
-    "< 256 B", "256 B - 4 KiB", "4 - 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB",
-    ">= 16 MiB"};
+    "< 256 B",	      "256 B - 4 KiB", "4 - 64 KiB",
+    "64 KiB - 1 MiB", "1 - 16 MiB",    ">= 16 MiB"};
 
 int isle__explain_report(const char *reports_dir, uint32_t job_id, FILE *out)
 {
@@ -281,12 +326,14 @@ int isle__explain_report(const char *reports_dir, uint32_t job_id, FILE *out)
 			fprintf(out, "%8s", "-");
 		for (int c = 0; c < ISLE_CODEC_COUNT; c++)
 			if (r.codecs[t] & (1u << c))
-				fprintf(out, " %s",
-					isle_codec_kind_name((isle_codec_kind)c));
+				fprintf(
+				    out, " %s",
+				    isle_codec_kind_name((isle_codec_kind)c));
 		fprintf(out, "\n");
 	}
 	if (!any)
-		fprintf(out, "            no bytes through the shim's own path\n");
+		fprintf(out,
+			"            no bytes through the shim's own path\n");
 	if (r.probe_bytes)
 		fprintf(out, "            crossover probe: %llu B in %.3f s\n",
 			(unsigned long long)r.probe_bytes, r.probe_s);
@@ -416,7 +463,9 @@ static void _usage(FILE *out)
 	    "  --state-dir: StateSaveLocation (default: $ISLE_STATE_DIR,\n"
 	    "  else from $SLURM_CONF or /etc/slurm/slurm.conf).\n"
 	    "  --reports: the shim's reports (plugstack.conf reports=;\n"
-	    "  default $ISLE_REPORTS_DIR).\n");
+	    "  default $ISLE_REPORTS_DIR).\n"
+	    "  --json: the decision record as JSON, with the shim's report\n"
+	    "  as \"shim_report\".\n");
 }
 
 /* islectl's subcommand (topology/islectl.h). */
@@ -488,7 +537,8 @@ int isle__cmd_explain(int argc, char **argv)
 		fprintf(stderr, "islectl explain: %s: path too long\n", dir);
 		return 1;
 	}
-	if (isle__explain_print(path, json, stdout, err, sizeof(err))) {
+	if (isle__explain_print(path, json, reports, (uint32_t)job_id, stdout,
+				err, sizeof(err))) {
 		char line[4096];
 
 		if (!json &&

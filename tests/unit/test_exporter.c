@@ -160,8 +160,8 @@ static void test_topology(void **state)
 			 "IsleEval Calls=10 MeanUs=7 P50Us=6 P99Us=9 MaxUs=9 "
 			 "SumUs=70 BucketsUs=%s\n",
 			 bad[i]);
-		assert_int_equal(isle_exp_topo_parse(text, &t, err, sizeof(err)),
-				 0);
+		assert_int_equal(
+		    isle_exp_topo_parse(text, &t, err, sizeof(err)), 0);
 		assert_int_equal(t.have_eval, 0);
 		isle_exp_topo_free(&t);
 	}
@@ -446,13 +446,17 @@ static void test_render(void **state)
 	assert_true(has_line(om, "isle_decisions_total{outcome=\"placed\"} 3"));
 	assert_true(has_line(om, "isle_tp_groups_split_total 1"));
 	assert_true(has_line(om, "# UNIT isle_eval_duration_seconds seconds"));
-	assert_true(has_line(om, "# TYPE isle_eval_duration_seconds histogram"));
-	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"5e-05\"} "
-				 "1000"));
-	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"0.005\"} "
-				 "5100"));
-	assert_true(has_line(om, "isle_eval_duration_seconds_bucket{le=\"+Inf\"} "
-				 "5120"));
+	assert_true(
+	    has_line(om, "# TYPE isle_eval_duration_seconds histogram"));
+	assert_true(has_line(om,
+			     "isle_eval_duration_seconds_bucket{le=\"5e-05\"} "
+			     "1000"));
+	assert_true(has_line(om,
+			     "isle_eval_duration_seconds_bucket{le=\"0.005\"} "
+			     "5100"));
+	assert_true(has_line(om,
+			     "isle_eval_duration_seconds_bucket{le=\"+Inf\"} "
+			     "5120"));
 	assert_true(has_line(om, "isle_eval_duration_seconds_sum 1.0753"));
 	assert_true(has_line(om, "isle_eval_duration_seconds_count 5120"));
 	assert_true(has_line(om, "isle_islands{island_gpus=\"8\"} 2"));
@@ -560,17 +564,20 @@ static void test_reports(void **state)
 	assert_non_null(om);
 	assert_true(has_line(om, "# TYPE isle_shim_jobs_reported counter"));
 	assert_true(has_line(om, "isle_shim_jobs_reported_total 3"));
-	assert_true(has_line(om, "isle_shim_allreduce_calls_total{path=\"taken\","
-				 "size_min_bytes=\"65536\"} 13"));
-	assert_true(has_line(om, "isle_shim_allreduce_calls_total{path=\"passed\","
-				 "size_min_bytes=\"0\"} 6"));
+	assert_true(has_line(om,
+			     "isle_shim_allreduce_calls_total{path=\"taken\","
+			     "size_min_bytes=\"65536\"} 13"));
+	assert_true(has_line(om,
+			     "isle_shim_allreduce_calls_total{path=\"passed\","
+			     "size_min_bytes=\"0\"} 6"));
 	assert_true(has_line(om, "# UNIT isle_shim_sent_bytes bytes"));
 	assert_true(
 	    has_line(om, "isle_shim_sent_bytes_total{tier=\"node\"} 3000"));
 	assert_true(
 	    has_line(om, "isle_shim_library_bytes_total{tier=\"node\"} 9000"));
 	assert_true(has_line(om, "isle_shim_report_errors_total 2"));
-	assert_true(has_line(om, "isle_exporter_source_up{source=\"reports\"} 1"));
+	assert_true(
+	    has_line(om, "isle_exporter_source_up{source=\"reports\"} 1"));
 	free(om);
 	/* A source not configured is left out, not shown down. */
 	snap.reports = NULL;

@@ -475,8 +475,7 @@ int main(void)
 	    cmocka_unit_test(test_name_check),
 	    cmocka_unit_test_setup_teardown(test_report_collect, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_report_store, setup,
-					    teardown),
+	    cmocka_unit_test_setup_teardown(test_report_store, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include <cmocka.h>
 
 #include "isle_proto.h"
@@ -93,7 +95,7 @@ static char *render(const char *name, int json, int *rc, char *err,
 	FILE *out = open_memstream(&buf, &len);
 
 	snprintf(path, sizeof(path), "%s/isle/%s", dir, name);
-	*rc = isle__explain_print(path, json, out, err, errlen);
+	*rc = isle__explain_print(path, json, NULL, 0, out, err, errlen);
 	fclose(out);
 	return buf;
 }
@@ -295,8 +297,10 @@ static void test_report(void **state)
 	assert_int_equal(isle__explain_report(rdir, 44, out), 0);
 	fclose(out);
 	assert_non_null(strstr(buf, "Shim:       mpi, 4 ranks (report "));
-	assert_non_null(strstr(buf, "64 KiB - 1 MiB              5          0"));
-	assert_non_null(strstr(buf, "< 256 B                     0          8"));
+	assert_non_null(
+	    strstr(buf, "64 KiB - 1 MiB              5          0"));
+	assert_non_null(
+	    strstr(buf, "< 256 B                     0          8"));
 	assert_non_null(strstr(buf, "island            8000000          6000000"
 				    "   -33.3%"));
 	assert_non_null(strstr(buf, "job               3000000          6000000"
@@ -306,6 +310,51 @@ static void test_report(void **state)
 				    "directory"));
 	assert_non_null(strstr(buf, "report unreadable: "));
 	assert_non_null(strstr(buf, "job_44.json: a symbolic link"));
+	free(buf);
+
+	/* --json: the record gains the report, or null and why. */
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	snprintf(path, sizeof(path), "%s/isle/job_42.json", dir);
+	assert_int_equal(
+	    isle__explain_print(path, 1, rdir, 42, out, err, sizeof(err)), 0);
+	assert_int_equal(
+	    isle__explain_print(path, 1, rdir, 44, out, err, sizeof(err)), 0);
+	assert_int_equal(
+	    isle__explain_print(path, 1, NULL, 42, out, err, sizeof(err)), 0);
+	fclose(out);
+	{
+		json_tokener *tok = json_tokener_new();
+		json_object *o[3], *rep, *v;
+		const char *p = buf;
+
+		for (int i = 0; i < 3; i++) {
+			o[i] = json_tokener_parse_ex(tok, p, (int)strlen(p));
+			assert_non_null(o[i]);
+			p += json_tokener_get_parse_end(tok);
+			json_tokener_reset(tok);
+		}
+		json_tokener_free(tok);
+		assert_true(
+		    json_object_object_get_ex(o[0], "shim_report", &rep));
+		assert_true(json_object_object_get_ex(rep, "ranks", &v));
+		assert_int_equal(json_object_get_int(v), 4);
+		assert_true(json_object_object_get_ex(rep, "tiers", &v));
+		assert_int_equal(json_object_array_length(v), 2);
+		assert_false(
+		    json_object_object_get_ex(o[0], "shim_report_error", &v));
+		assert_true(
+		    json_object_object_get_ex(o[1], "shim_report", &rep));
+		assert_null(rep);
+		assert_true(
+		    json_object_object_get_ex(o[1], "shim_report_error", &v));
+		assert_non_null(
+		    strstr(json_object_get_string(v), "a symbolic link"));
+		assert_false(
+		    json_object_object_get_ex(o[2], "shim_report", &v));
+		for (int i = 0; i < 3; i++)
+			json_object_put(o[i]);
+	}
 	free(buf);
 	snprintf(path, sizeof(path), "rm -rf '%s'", rdir);
 	assert_int_equal(system(path), 0);
