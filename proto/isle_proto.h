@@ -457,24 +457,38 @@ ISLE_EXPORT int isle_report_parse(const char *json, size_t len,
 				  char *err, size_t errlen);
 
 /*
- * The job's report in its run directory: <rundir>/<jobid>/report/ is the
+ * The job's reports in its run directory: <rundir>/<jobid>/report/ is the
  * one place there the job's user can write (the agent makes it, owned by
  * the job's uid, 0700; the job directory above stays root's), and
- * task_init points ISLE_REPORT_FILE at report.json in it when the site
- * collects reports (plugstack.conf reports=) and the job did not set it.
+ * task_init points ISLE_REPORT_FILE at step_<stepid>.json in it when the
+ * site collects reports (plugstack.conf reports=) and the job did not set
+ * it: each step of a job writes its own.
  */
 #define ISLE_RUNDIR_REPORT_DIR "report"
-#define ISLE_RUNDIR_REPORT "report.json"
+/* "step_<step_id>.json". 0 or -ENAMETOOLONG. */
+ISLE_EXPORT int isle_report_step_name(uint32_t step_id, char *buf, size_t len);
+/* The most entries collect reads in a report directory. */
+#define ISLE_REPORT_STEPS_MAX 1024
+
+/* Adds r to sum, as the steps of one job add up: calls, bytes and probe
+ * figures summed, codecs merged, ranks the most of either; sum keeps its
+ * api unless it had none. */
+ISLE_EXPORT void isle_report_add(struct isle_report *sum,
+				 const struct isle_report *r);
 
 /*
- * Reads the report a job of uid left in its job directory (jobdfd, from
- * isle_rundir_open_job), as root must read what a job wrote: the report
- * directory and the file are opened without following links, the file
- * without blocking (a FIFO is refused, not waited on), and must be owned
- * by uid, a regular file with one link and at most ISLE_REPORT_MAX bytes;
- * then it is parsed (isle_report_parse). name (the job directory's path)
+ * Reads the reports a job of uid left in its job directory (jobdfd, from
+ * isle_rundir_open_job) and adds them up (isle_report_add), as root must
+ * read what a job wrote: the report directory and each step_<id>.json are
+ * opened without following links, the files without blocking (a FIFO is
+ * refused, not waited on), and each must be owned by uid, a regular file
+ * with one link and at most ISLE_REPORT_MAX bytes; then it is parsed
+ * (isle_report_parse). Other names are left alone (a shim's "*.new" being
+ * written); a directory of more than ISLE_REPORT_STEPS_MAX entries is
+ * refused (-E2BIG) rather than read on. name (the job directory's path)
  * is used in messages. -ENOENT: the job left no report (not an error);
- * -EPERM, -EFBIG, -EINVAL with err naming the file and the fault.
+ * -EPERM, -EFBIG, -EINVAL, -E2BIG with err naming the file and the fault:
+ * one bad file and the job's reports are not collected.
  */
 ISLE_EXPORT int isle_report_collect(int jobdfd, uid_t uid, const char *name,
 				    struct isle_report *out, char *err,

@@ -365,12 +365,56 @@ int isle_report_read(const char *path, struct isle_report *out, char *err,
 	return read_fd(fd, (uid_t)-1, path, out, err, errlen);
 }
 
+int isle_report_step_name(uint32_t step_id, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "step_%u.json", step_id);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A name isle_report_step_name makes, and no other. */
+static int is_step_name(const char *name)
+{
+	const char *p = name + 5;
+	char *e;
+	unsigned long v;
+
+	if (strncmp(name, "step_", 5) || !isdigit((unsigned char)*p) ||
+	    (*p == '0' && isdigit((unsigned char)p[1])))
+		return 0;
+	errno = 0;
+	v = strtoul(p, &e, 10);
+	return !errno && v <= UINT32_MAX && !strcmp(e, ".json");
+}
+
+void isle_report_add(struct isle_report *sum, const struct isle_report *r)
+{
+	if (!sum->api[0])
+		memcpy(sum->api, r->api, sizeof(sum->api));
+	if (r->ranks > sum->ranks)
+		sum->ranks = r->ranks;
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
+		sum->taken[k] += r->taken[k];
+		sum->passed[k] += r->passed[k];
+	}
+	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
+		sum->sent[t] += r->sent[t];
+		sum->library[t] += r->library[t];
+		sum->codecs[t] |= r->codecs[t];
+	}
+	sum->probe_bytes += r->probe_bytes;
+	sum->probe_s += r->probe_s;
+}
+
 int isle_report_collect(int jobdfd, uid_t uid, const char *name,
 			struct isle_report *out, char *err, size_t errlen)
 {
 	char path[4352];
+	struct isle_report r;
+	struct dirent *de;
 	struct stat st;
-	int dfd, fd, e;
+	DIR *d = NULL;
+	int dfd, fd, e, rc, entries = 0, found = 0;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(path, sizeof(path), "%s/%s", name, ISLE_RUNDIR_REPORT_DIR);
@@ -391,19 +435,47 @@ int isle_report_collect(int jobdfd, uid_t uid, const char *name,
 			    "%s: not owned by the job's uid %u", path,
 			    (unsigned)uid);
 	}
-	snprintf(path, sizeof(path), "%s/%s/%s", name, ISLE_RUNDIR_REPORT_DIR,
-		 ISLE_RUNDIR_REPORT);
-	fd = openat(dfd, ISLE_RUNDIR_REPORT, RO_FLAGS);
-	e = errno;
-	close(dfd);
-	if (fd < 0) {
-		if (e == ENOENT)
-			return -ENOENT;
-		return errf(-EPERM, err, errlen, "%s: %s", path,
-			    e == ELOOP ? "a symbolic link, not followed"
-				       : strerror(e));
+	/* The listing reads its own descriptor; dfd stays for openat. */
+	if ((fd = dup(dfd)) < 0 || !(d = fdopendir(fd))) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		rc = errf(-e, err, errlen, "%s: %s", path, strerror(e));
+		goto out;
 	}
-	return read_fd(fd, uid, path, out, err, errlen);
+	while ((de = readdir(d))) {
+		if (++entries > ISLE_REPORT_STEPS_MAX + 2) {
+			rc = errf(-E2BIG, err, errlen,
+				  "%s: more than %d entries", path,
+				  ISLE_REPORT_STEPS_MAX);
+			goto out;
+		}
+		if (!is_step_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", name,
+			 ISLE_RUNDIR_REPORT_DIR, de->d_name);
+		if ((fd = openat(dfd, de->d_name, RO_FLAGS)) < 0) {
+			e = errno;
+			if (e == ENOENT) /* gone since the listing */
+				continue;
+			rc = errf(-EPERM, err, errlen, "%s: %s", path,
+				  e == ELOOP ? "a symbolic link, not followed"
+					     : strerror(e));
+			goto out;
+		}
+		if ((rc = read_fd(fd, uid, path, &r, err, errlen)))
+			goto out;
+		isle_report_add(out, &r);
+		found = 1;
+	}
+	rc = found ? 0 : -ENOENT;
+out:
+	if (d)
+		closedir(d);
+	close(dfd);
+	if (rc && rc != -ENOENT)
+		memset(out, 0, sizeof(*out));
+	return rc;
 }
 
 /* ------------------------------------------------------ reports directory */

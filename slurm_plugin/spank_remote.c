@@ -368,8 +368,11 @@ int isle__spank_remote_task_init(spank_t sp, const struct isle__spank_state *st)
 	/* Where the shim's report waits for the epilog, unless the job
 	 * wants it elsewhere. */
 	if (st->policy.reports_dir[0]) {
+		char step[32];
+
+		isle_report_step_name(step_id, step, sizeof(step));
 		snprintf(path, sizeof(path), "%s/%s/%s", dir,
-			 ISLE_RUNDIR_REPORT_DIR, ISLE_RUNDIR_REPORT);
+			 ISLE_RUNDIR_REPORT_DIR, step);
 		spank_setenv(sp, ISLE_REPORT_FILE_ENV, path, 0);
 	}
 	if (!isle_rundir_read(dfd, ISLE_RUNDIR_NCCL_XML, MAX_XML_FILE, &text,

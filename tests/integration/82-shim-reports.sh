@@ -112,32 +112,49 @@ want() { # query value: waits for it
 want 'isle_exporter_source_up{source="reports"}' 1
 want 'isle_shim_jobs_reported_total' 0
 
-# --- 1. a job with the shim --------------------------------------------------
+# --- 1. a job with the shim, in two steps -------------------------------------
+# Each step's shim writes its own report (step_<id>.json); the epilog
+# stores their sum, checked against what each step's rank 0 printed
+# (ISLE_REPORT=1).
 cat >"$jobs/good.sh" <<EOF
 #!/bin/bash
 unset LD_PRELOAD ISLE_COMM_CODEC ISLE_COMM_ALGO ISLE_COMM_DISABLE ISLE_REPORT_FILE
-export ISLE_COMM_TIMEOUT_S=60 ISLE_COMM_VERBOSE=1
-# A loaded 2-core host now and then fails a task launch before any of
-# isle's code ran (see 44-comm-preload-spank.sh): launch again then.
-for try in 1 2 3; do
-	# The hierarchy from 1 KiB on: calls taken and bytes per tier, as in 67.
-	timeout 150 srun --kill-on-bad-exit=1 --mpi=pmi2 env ISLE_COMM_CODEC=none \
-		ISLE_COMM_ALGO=hier ISLE_COMM_MIN_BYTES=1K \
-		$CHECK_MPICH exact --sizes 1,1000,100000 >$jobs/good.out 2>&1
-	rc=\$?
-	[ \$rc = 0 ] && break
-	grep -Eq 'task [0-9]+ launch failed' $jobs/good.out || break
-	grep -Eq '^(isle_comm|exact|isle:)' $jobs/good.out && break
-done
-echo \$rc >$jobs/good.rc
+export ISLE_COMM_TIMEOUT_S=60 ISLE_COMM_VERBOSE=1 ISLE_REPORT=1
+# step OUT SIZES. A loaded 2-core host now and then fails a task launch
+# before any of isle's code ran (see 44-comm-preload-spank.sh): launch
+# again then.
+step() {
+	for try in 1 2 3; do
+		# The hierarchy from 1 KiB on: calls taken and bytes per tier, as in 67.
+		timeout 150 srun --kill-on-bad-exit=1 --mpi=pmi2 env ISLE_COMM_CODEC=none \\
+			ISLE_COMM_ALGO=hier ISLE_COMM_MIN_BYTES=1K \\
+			$CHECK_MPICH exact --sizes \$2 >\$1 2>&1
+		rc=\$?
+		[ \$rc = 0 ] && break
+		grep -Eq 'task [0-9]+ launch failed' \$1 || break
+		grep -Eq '^(isle_comm|exact|isle:)' \$1 && break
+	done
+	return \$rc
+}
+step $jobs/good.out 1,1000,100000 && step $jobs/good2.out 1,100000
+echo \$? >$jobs/good.rc
 EOF
 chmod +x "$jobs/good.sh"
 good=$(sbatch --parsable -N2 --gpus-per-node=2 --ntasks-per-node=2 --isle-tp=2 \
 	--chdir="$jobs" -o "$jobs/good.job.out" "$jobs/good.sh") || fail "sbatch failed"
 isle_wait_job "$good" 600 >/dev/null || fail "job $good did not finish: $(tail -20 "$jobs/good.out" 2>/dev/null)"
-[ "$(cat "$jobs/good.rc" 2>/dev/null)" = 0 ] && grep -q '^exact: PASS' "$jobs/good.out" &&
-	grep -q '^isle_comm: 4 ranks, plan .*, MPICH backend' "$jobs/good.out" ||
-	fail "the shim job did not pass with the shim engaged: $(tail -20 "$jobs/good.out" "$jobs/good.job.out" 2>/dev/null)"
+for o in good good2; do
+	[ "$(cat "$jobs/good.rc" 2>/dev/null)" = 0 ] && grep -q '^exact: PASS' "$jobs/$o.out" &&
+		grep -q '^isle_comm: 4 ranks, plan .*, MPICH backend' "$jobs/$o.out" ||
+		fail "the shim job did not pass with the shim engaged: $(tail -20 "$jobs/$o.out" "$jobs/good.job.out" 2>/dev/null)"
+done
+# What the two steps' rank 0 said: calls taken and passed, summed.
+step_taken=$(sed -n 's/^isle_report: mpi, 4 ranks: \([0-9]*\) allreduce taken, .*/\1/p' "$jobs/good.out" "$jobs/good2.out" |
+	awk '{ s += $1; n++ } END { print (n == 2 ? s : "") }')
+step_calls=$(sed -n 's/^isle_report: mpi, 4 ranks: \([0-9]*\) allreduce taken, \([0-9]*\) passed through.*/\1 \2/p' \
+	"$jobs/good.out" "$jobs/good2.out" | awk '{ s += $1 + $2; n++ } END { print (n == 2 ? s : "") }')
+[ -n "$step_taken" ] && [ -n "$step_calls" ] ||
+	fail "each step should print one isle_report line: $(grep -h '^isle_report' "$jobs/good.out" "$jobs/good2.out")"
 stored=$reports/job_$good.json
 wait_for 30 test -s "$stored" || fail "no report stored for job $good in $reports: $(ls -la "$reports" 2>&1)"
 [ "$(stat -c '%U %a' "$stored")" = "root 644" ] || fail "$stored: $(stat -c '%U %a' "$stored"), expected root 644"
@@ -150,7 +167,9 @@ sent=$(awk '$1 == "tier" { s += $4 } END { print s + 0 }' "$work/dump")
 library=$(awk '$1 == "tier" { s += $6 } END { print s + 0 }' "$work/dump")
 [ "$taken" -gt 0 ] && [ "$calls" -gt "$taken" ] && [ "$sent" -gt 0 ] && [ "$library" -gt 0 ] ||
 	fail "the report should count calls taken and passed and bytes per tier: $(cat "$work/dump")"
-echo "job $good: report stored: $calls allreduce ($taken taken), $sent B sent, a ring $library B"
+[ "$taken" = "$step_taken" ] && [ "$calls" = "$step_calls" ] ||
+	fail "stored report: $calls calls ($taken taken), the two steps said $step_calls ($step_taken taken)"
+echo "job $good: report of 2 steps stored: $calls allreduce ($taken taken), $sent B sent, a ring $library B"
 # The run directory and the report in it went with the job.
 for n in $(isle_pt_job_nodes "$good" 2>/dev/null || true); do
 	[ ! -e "$d/run/isle/$n/$good" ] || fail "$d/run/isle/$n/$good left behind"
@@ -171,6 +190,11 @@ statedir=$(scontrol show config | awk '/^StateSaveLocation/ { print $3 }')
 grep -q "^Job $good: isle: " "$work/explain" && grep -q "^Shim:       mpi, 4 ranks (report $stored)" "$work/explain" ||
 	fail "explain does not show placement and report: $(cat "$work/explain")"
 echo "explain: $(grep -m1 '^Shim:' "$work/explain")"
+"$islectl" explain --json --state-dir "$statedir" --reports "$reports" "$good" >"$work/explain.json" 2>&1 ||
+	fail "islectl explain --json $good: $(cat "$work/explain.json")"
+[ "$(jq -r '.shim_report.ranks' "$work/explain.json")" = 4 ] &&
+	[ "$(jq '[.shim_report.calls[] | .taken + .passed] | add' "$work/explain.json")" = "$calls" ] ||
+	fail "explain --json: no shim_report with $calls calls: $(jq -c '.shim_report, .shim_report_error' "$work/explain.json")"
 
 # --- 3. jobs that tamper with their report -----------------------------------
 cp "$stored" "$work/forged.json"
@@ -180,7 +204,7 @@ hostile() {
 	local name=$1 what=$2
 	cat >"$jobs/$name.sh" <<EOF
 #!/bin/bash
-R=$d/run/isle/\$SLURMD_NODENAME/\$SLURM_JOB_ID/report/report.json
+R=$d/run/isle/\$SLURMD_NODENAME/\$SLURM_JOB_ID/report/step_0.json
 [ -d "\$(dirname "\$R")" ] || { echo "no report dir"; exit 1; }
 $what
 ls -la "\$(dirname "\$R")"
@@ -195,7 +219,7 @@ declare -A why=(
 	[link]='a symbolic link, not followed'
 	[fifo]='not a regular file'
 	[huge]='more than 65536'
-	[garbage]='report.json: not JSON'
+	[garbage]='step_0.json: not JSON'
 	[dirlink]='report: not a directory'
 )
 declare -A cmd=(

@@ -317,8 +317,10 @@ static void put(const char *path, const char *data, size_t len, uid_t uid)
 	close(fd);
 }
 
-/* isle_report_collect on job 77 of NOBODY: rc and a message holding why. */
-static void collect(const struct tree *t, int want_rc, const char *why)
+/* isle_report_collect on job 77 of NOBODY: rc and a message holding why;
+ * on success, the sum of steps copies of good_report. */
+static void collect_steps(const struct tree *t, int want_rc, const char *why,
+			  int steps)
 {
 	struct isle_report r;
 	char err[1024] = "", dir[256];
@@ -334,15 +336,25 @@ static void collect(const struct tree *t, int want_rc, const char *why)
 			 err, why ? why : "");
 	if (!rc) {
 		assert_string_equal(r.api, "mpi");
-		assert_int_equal(r.taken[3], 7);
-		assert_int_equal(r.sent[ISLE_SCOPE_NODE], 100);
+		assert_int_equal(r.ranks, 2);
+		assert_int_equal(r.taken[3], 7 * steps);
+		assert_int_equal(r.passed[0], 3 * steps);
+		assert_int_equal(r.sent[ISLE_SCOPE_NODE], 100 * steps);
+		assert_int_equal(r.library[ISLE_SCOPE_NODE], 300 * steps);
+		assert_int_equal(r.codecs[ISLE_SCOPE_NODE],
+				 1u << ISLE_CODEC_INT8);
 	}
+}
+
+static void collect(const struct tree *t, int want_rc, const char *why)
+{
+	collect_steps(t, want_rc, why, 1);
 }
 
 static void test_report_collect(void **state)
 {
 	struct tree *t = *state;
-	char job[256], rdir[300], f[400], other[300];
+	char job[256], rdir[300], f[400], other[400];
 	char *big;
 
 	if (geteuid() != 0)
@@ -350,7 +362,7 @@ static void test_report_collect(void **state)
 	snprintf(job, sizeof(job), "%s/77", t->root);
 	assert_int_equal(mkdir(job, 0700), 0);
 	snprintf(rdir, sizeof(rdir), "%s/report", job);
-	snprintf(f, sizeof(f), "%s/report.json", rdir);
+	snprintf(f, sizeof(f), "%s/step_0.json", rdir);
 	/* No report directory, an empty one: no report, no error. */
 	collect(t, -ENOENT, NULL);
 	assert_int_equal(mkdir(rdir, 0700), 0);
@@ -358,6 +370,32 @@ static void test_report_collect(void **state)
 	collect(t, -ENOENT, NULL);
 
 	put(f, good_report, strlen(good_report), NOBODY);
+	collect(t, 0, NULL);
+
+	/* Each step its own report, summed; other names left alone. */
+	snprintf(other, sizeof(other), "%s/step_4294967291.json", rdir);
+	put(other, good_report, strlen(good_report), NOBODY);
+	snprintf(other, sizeof(other), "%s/step_4.json.new", rdir);
+	put(other, "garbage", 7, NOBODY);
+	snprintf(other, sizeof(other), "%s/step_04.json", rdir);
+	put(other, "garbage", 7, NOBODY);
+	collect_steps(t, 0, NULL, 2);
+	/* A directory of too many entries is refused, not read on. */
+	for (int i = 0; i < ISLE_REPORT_STEPS_MAX; i++) {
+		snprintf(other, sizeof(other), "%s/x%d", rdir, i);
+		put(other, "", 0, NOBODY);
+	}
+	collect(t, -E2BIG, "more than 1024 entries");
+	for (int i = 0; i < ISLE_REPORT_STEPS_MAX; i++) {
+		snprintf(other, sizeof(other), "%s/x%d", rdir, i);
+		unlink(other);
+	}
+	snprintf(other, sizeof(other), "%s/step_4294967291.json", rdir);
+	unlink(other);
+	snprintf(other, sizeof(other), "%s/step_4.json.new", rdir);
+	unlink(other);
+	snprintf(other, sizeof(other), "%s/step_04.json", rdir);
+	unlink(other);
 	collect(t, 0, NULL);
 
 	/* Hostile jobs: a link to another job's (or root's) file... */
@@ -388,7 +426,7 @@ static void test_report_collect(void **state)
 	free(big);
 	collect(t, -EFBIG, "bytes, more than 65536");
 	put(f, "\x01\x02garbage", 9, NOBODY);
-	collect(t, -EINVAL, "report.json: not JSON");
+	collect(t, -EINVAL, "step_0.json: not JSON");
 	put(f, "{\"isle_report\": 2}", 18, NOBODY);
 	collect(t, -EINVAL, "$.isle_report");
 	unlink(f);
