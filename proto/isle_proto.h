@@ -548,6 +548,12 @@ ISLE_EXPORT int isle_record_outcome_of(const char *line);
 /* "placed", "planned", "default_selection", "fallback", "waiting",
  * "refused", "other"; NULL out of range. */
 ISLE_EXPORT const char *isle_record_outcome_name(int outcome);
+/* The head of a decision line of that outcome, the text
+ * isle_record_outcome_of matches: "isle: tp=", "isle: planned ", "isle:
+ * default selection", "isle: fallback", "isle: waiting", "isle: refused";
+ * NULL for ISLE_OUTCOME_OTHER and out of range. topology/isle writes its
+ * lines from it. */
+ISLE_EXPORT const char *isle_record_outcome_prefix(int outcome);
 
 /* Fills info from a record isle_record_read returned. A placement whose
  * figures are missing or of the wrong type reads as no placement (-1). */

@@ -153,6 +153,13 @@ const char *isle_record_outcome_name(int outcome)
 	return outcomes[outcome].name;
 }
 
+const char *isle_record_outcome_prefix(int outcome)
+{
+	if (outcome < 0 || outcome >= ISLE_OUTCOME_COUNT)
+		return NULL;
+	return outcomes[outcome].prefix;
+}
+
 void isle_record_info(const void *rec, struct isle_record_info *info)
 {
 	json_object *o = (json_object *)rec, *pl, *v, *tg, *ti, *cr;

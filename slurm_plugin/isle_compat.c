@@ -19,6 +19,11 @@
 
 #include "isle_compat.h"
 
+#include "isle_jobinfo.h"
+#include "isle_model.h"
+#include "isle_topoinfo.h"
+#include "topology_isle.h"
+
 #include "slurm/slurm_errno.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
@@ -73,7 +78,7 @@ ISLE_EXPORT int topology_p_add_rm_node(node_record_t *node_ptr, char *unit,
 {
 	if (isle_tctx && tctx != isle_tctx)
 		return SLURM_SUCCESS;
-	return isle__nodes_add_rm(node_ptr, unit);
+	return isle__topo_add_rm_node(node_ptr, unit);
 }
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
@@ -92,7 +97,7 @@ ISLE_EXPORT int topology_p_eval_node(topology_eval_t *topo_eval, int node_inx)
 ISLE_EXPORT int topology_p_get_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
 				    uint32_t *size, void *tctx)
 {
-	return isle__nodes_rank(node_bitmap, node_rank, size);
+	return isle__topo_get_rank(node_bitmap, node_rank, size);
 }
 #endif /* 26.05: 25.11 has no one-node path and lays tasks out by node_rank */
 
@@ -112,7 +117,7 @@ static void _set_node_strs(topology_ctx_t *tctx)
 		if (node_ptr->topology_str &&
 		    xstrncmp(node_ptr->topology_str, prefix, strlen(prefix)))
 			continue;
-		if (!(unit = isle__nodes_unit(node_ptr->index)))
+		if (!(unit = isle__topo_node_unit(node_ptr->index)))
 			continue;
 		xfree(node_ptr->topology_str);
 		node_ptr->topology_str = xstrdup_printf("%s%s", prefix, unit);
@@ -246,7 +251,8 @@ ISLE_EXPORT void topology_p_get_topology_str(node_record_t *node_ptr,
 {
 	char *unit;
 
-	if (tctx != isle_tctx || !(unit = isle__nodes_unit(node_ptr->index)))
+	if (tctx != isle_tctx ||
+	    !(unit = isle__topo_node_unit(node_ptr->index)))
 		return;
 	xstrfmtcat(*topology_str_ptr, "%s%s:%s", *topology_str_ptr ? "," : "",
 		   tctx->name, unit);

@@ -8,16 +8,20 @@
  *     the placement, the candidates the engine weighed and why the winner
  *     won. `islectl explain <jobid>` prints it (topology/islectl_explain.c).
  *
+ * The line's head for each outcome is proto's (isle_record_outcome_prefix),
+ * the text islectl and isle-exporter match when they read it back.
+ *
  * cons_tres evaluates pending jobs many times (submit test, main scheduler,
  * backfill's plans), with the job and node write locks held. Records stay in
  * memory (isle_store.c) and are only rebuilt when the line changed; the
- * store's writer thread writes the decision that started the job and drops
- * the records of jobs Slurm has purged. The probe below is the Slurm side of
- * that: it runs in the writer thread, under a job read lock of its own.
+ * store's writer thread writes the decision that started the job and removes
+ * the files of jobs Slurm has purged. Which jobs those are is asked of
+ * Slurm by the watcher below, a thread of its own, under a job read lock.
  */
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,12 @@
 
 #include <json-c/json.h>
 
+#include "isle_decision.h"
+
 #include "isle_compat.h"
+#include "isle_jobinfo.h"
+#include "isle_model.h"
+#include "isle_store.h"
 
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
@@ -104,14 +113,41 @@ static char *_granted(job_record_t *job_ptr)
 	return out;
 }
 
-/* The writer thread's view of Slurm: started (has been given nodes) or
- * gone (purged after MinJobAge, or never accepted). */
-static void _probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
-		   uint8_t *state, uint32_t *ids, char **gpus, void *arg)
+/*
+ * The watcher: a thread that asks Slurm which jobs with a decision have
+ * started (the store files their decision, with what the scheduler
+ * granted) or are gone (purged after MinJobAge, or never accepted: the
+ * record goes). It looks every PROBE_PERIOD_MS, or sooner when kicked, but
+ * at most once per PROBE_MIN_GAP_MS: a busy scheduler kicks on every
+ * evaluation and each look takes Slurm's job read lock.
+ */
+#define PROBE_MIN_GAP_MS 100
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int running, stop, kicked;
+} watch = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+enum { WATCH_GONE, WATCH_PENDING, WATCH_STARTED };
+
+static void _sweep(void)
 {
 	slurmctld_lock_t job_read = {.job = READ_LOCK, .node = READ_LOCK};
+	uint64_t *keys;
+	uint8_t *unsaved, *state;
+	uint32_t *ids;
+	char **gpus;
+	int n = isle__store_keys(&keys, &unsaved);
 
-	(void)arg;
+	if (n <= 0)
+		goto out;
+	state = xcalloc(n, sizeof(*state));
+	ids = xcalloc(n, sizeof(*ids));
+	gpus = xcalloc(n, sizeof(*gpus));
 	lock_slurmctld(job_read);
 	for (int i = 0; i < n; i++) {
 		job_record_t *job_ptr;
@@ -122,20 +158,127 @@ static void _probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
 		else
 			job_ptr = find_job_record((uint32_t)keys[i]);
 		if (!job_ptr)
-			state[i] = ISLE_STORE_JOB_GONE;
+			state[i] = WATCH_GONE;
 		else if (IS_JOB_PENDING(job_ptr) || !job_ptr->nodes ||
 			 !job_ptr->nodes[0])
 			/* not started, or ended without starting (cancelled
 			 * while pending): nothing to save */
-			state[i] = ISLE_STORE_JOB_PENDING;
+			state[i] = WATCH_PENDING;
 		else {
-			state[i] = ISLE_STORE_JOB_STARTED;
+			state[i] = WATCH_STARTED;
 			ids[i] = job_ptr->job_id;
-			if (need_gpus[i])
+			if (unsaved[i])
 				gpus[i] = _granted(job_ptr);
 		}
 	}
 	unlock_slurmctld(job_read);
+	/* The store's calls, without Slurm's lock: they never block. */
+	for (int i = 0; i < n; i++) {
+		if (state[i] == WATCH_GONE)
+			(void)isle__store_purge(keys[i]);
+		else if (state[i] == WATCH_STARTED)
+			(void)isle__store_started(keys[i], ids[i], gpus[i]);
+		else
+			free(gpus[i]);
+	}
+	xfree(state);
+	xfree(ids);
+	xfree(gpus);
+out:
+	free(keys);
+	free(unsaved);
+}
+
+static void _add_ms(struct timespec *t, unsigned ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+static bool _reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec ||
+	       (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+static void *_watch_run(void *arg)
+{
+	struct timespec last, due, now;
+
+	(void)arg;
+	pthread_mutex_lock(&watch.lock);
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	while (!watch.stop) {
+		due = last;
+		_add_ms(&due,
+			watch.kicked ? PROBE_MIN_GAP_MS : PROBE_PERIOD_MS);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (_reached(&now, &due)) {
+			watch.kicked = 0;
+			pthread_mutex_unlock(&watch.lock);
+			_sweep();
+			pthread_mutex_lock(&watch.lock);
+			clock_gettime(CLOCK_MONOTONIC, &last);
+			continue;
+		}
+		pthread_cond_timedwait(&watch.cond, &watch.lock, &due);
+	}
+	pthread_mutex_unlock(&watch.lock);
+	return NULL;
+}
+
+static int _watch_start(void)
+{
+	pthread_condattr_t ca;
+	int rc = 0;
+
+	pthread_mutex_lock(&watch.lock);
+	if (watch.running)
+		goto out;
+	/* timedwait deadlines are on the monotonic clock */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&watch.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	watch.stop = 0;
+	rc = -pthread_create(&watch.thread, NULL, _watch_run, NULL);
+	watch.running = !rc;
+out:
+	pthread_mutex_unlock(&watch.lock);
+	return rc;
+}
+
+static void _watch_stop(void)
+{
+	pthread_mutex_lock(&watch.lock);
+	if (!watch.running) {
+		pthread_mutex_unlock(&watch.lock);
+		return;
+	}
+	watch.stop = 1;
+	pthread_cond_signal(&watch.cond);
+	pthread_mutex_unlock(&watch.lock);
+	pthread_join(watch.thread, NULL);
+	pthread_mutex_lock(&watch.lock);
+	watch.running = 0;
+	pthread_cond_destroy(&watch.cond);
+	pthread_mutex_unlock(&watch.lock);
+}
+
+/* Asks the watcher to look now (a decision that may start a job), instead
+ * of at its next period. */
+static void _kick(void)
+{
+	pthread_mutex_lock(&watch.lock);
+	if (watch.running) {
+		watch.kicked = 1;
+		pthread_cond_signal(&watch.cond);
+	}
+	pthread_mutex_unlock(&watch.lock);
 }
 
 static void _store_log(int level, const char *msg)
@@ -157,8 +300,9 @@ void isle__decision_init(void)
 		return;
 	rc = isle_record_dir(slurm_conf.state_save_location, dir, sizeof(dir));
 	if (!rc)
-		rc = isle__store_init(dir, _probe, NULL, _store_log,
-				      PROBE_PERIOD_MS);
+		rc = isle__store_init(dir, _store_log);
+	if (!rc)
+		rc = _watch_start();
 	if (rc)
 		error("isle: cannot start the decision record writer: %s",
 		      strerror(-rc));
@@ -166,6 +310,7 @@ void isle__decision_init(void)
 
 void isle__decision_fini(void)
 {
+	_watch_stop();
 	isle__store_fini();
 }
 
@@ -184,7 +329,7 @@ static void _store(job_record_t *job_ptr, const char *line, json_object *o,
 	/* The job may start at the end of this scheduling pass: let the
 	 * writer look soon rather than at its next period. */
 	if (may_start)
-		isle__store_kick();
+		_kick();
 }
 
 static const char *_scope_name(const isle_topo *t,
@@ -460,26 +605,47 @@ void isle__decision_restore(uint64_t key, const char *line, const char *record)
 		      "%" PRIu64 ": %s",
 		      key, strerror(-rc));
 	else if (rc > 0)
-		isle__store_kick();
+		_kick();
 }
 
-void isle__decision_record(job_record_t *job_ptr,
-			   const struct isle_place_req *req,
-			   const struct isle_place_result *res,
-			   const struct isle_place_cand *cands, int ncands,
-			   bitstr_t *node_map, bool planned)
+/* r's line: proto's head for the outcome, then the placement's figures
+ * or ": REASON" (new string). */
+static char *_line(const struct isle__eval_result *r, const char *nodes,
+		   const char *islands)
 {
+	const char *head = isle_record_outcome_prefix(r->outcome);
+	const struct isle_place_result *res = &r->res;
+
+	switch (r->outcome) {
+	case ISLE_OUTCOME_PLACED:
+	case ISLE_OUTCOME_PLANNED:
+		/* PLACED's head is "isle: tp=", PLANNED's "isle: planned " */
+		return xstrdup_printf(
+		    "%s%s%d pp=%d dp=%d nodes=%s islands=%s leafs=%d "
+		    "tp_in_island=%d/%d cost=%.2fx",
+		    head, r->outcome == ISLE_OUTCOME_PLANNED ? "tp=" : "",
+		    res->tp, res->pp, res->dp, nodes, islands, res->leafs,
+		    res->tp_in_island, res->ntp_groups, _ratio(res));
+	case ISLE_OUTCOME_FALLBACK:
+		return xstrdup_printf("%s (cannot load the cluster file: %s): "
+				      "%s",
+				      head, isle__ctx.load_error, r->reason);
+	default:
+		return xstrdup_printf("%s: %s", head, r->reason);
+	}
+}
+
+static void _record_placed(const struct isle__eval_result *r)
+{
+	job_record_t *job_ptr = r->job_ptr;
+	const struct isle_place_result *res = &r->res;
 	const isle_topo *t = isle__ctx.topo;
-	char *nodes = bitmap2node_name(node_map);
+	bool planned = r->outcome == ISLE_OUTCOME_PLANNED;
+	char *nodes = bitmap2node_name(r->node_map);
 	char *islands = _island_names(t, res);
-	char *line, *why, *sig;
+	char *line = _line(r, nodes, islands), *why, *sig;
 	json_object *o;
 
-	line = xstrdup_printf("isle: %stp=%d pp=%d dp=%d nodes=%s islands=%s "
-			      "leafs=%d tp_in_island=%d/%d cost=%.2fx",
-			      planned ? "planned " : "", res->tp, res->pp,
-			      res->dp, nodes, islands, res->leafs,
-			      res->tp_in_island, res->ntp_groups, _ratio(res));
 	_merge_admin_comment(job_ptr, line);
 	/* The line names no GPUs: two decisions on the same nodes with
 	 * other GPUs differ, so the store compares both. */
@@ -487,21 +653,21 @@ void isle__decision_record(job_record_t *job_ptr,
 	for (int k = 0; k < res->nnodes; k++)
 		xstrfmtcat(sig, " %d:%" PRIx64, res->nodes[k], res->masks[k]);
 	if (!isle__store_same(_key(job_ptr), sig)) {
-		why = _why(t, res, cands, ncands);
+		why = _why(t, res, r->cands, r->ncands);
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
 		o = _record_json(job_ptr, line, why);
 		json_object_object_add(o, "planned",
 				       json_object_new_boolean(planned));
 		json_object_object_add(o, "request",
-				       _request_json(req, res->nranks));
+				       _request_json(&r->req, res->nranks));
 		json_object_object_add(o, "placement",
 				       _placement_json(t, res, nodes, islands));
 		json_object_object_add(o, "candidates",
-				       _cands_json(t, cands, ncands));
+				       _cands_json(t, r->cands, r->ncands));
 		_store(job_ptr, sig, o, !planned);
 		xfree(why);
 	} else if (!planned) {
-		isle__store_kick();
+		_kick();
 	}
 	_jobinfo_set(job_ptr, line, res, islands);
 	xfree(sig);
@@ -510,33 +676,16 @@ void isle__decision_record(job_record_t *job_ptr,
 	xfree(nodes);
 }
 
-/* The AdminComment's word for out (new string). */
-static char *_outcome_word(enum isle__outcome out)
+/* isle did not place the job: "isle: WORD: REASON" and a record without
+ * placement, so `islectl explain` tells why. */
+static void _record_none(const struct isle__eval_result *r)
 {
-	switch (out) {
-	case ISLE_OUT_WAITING:
-	case ISLE_OUT_FALLBACK_WAITING:
-		return xstrdup("waiting");
-	case ISLE_OUT_REFUSED:
-		return xstrdup("refused");
-	case ISLE_OUT_FALLBACK:
-		return xstrdup_printf("fallback (cannot load the cluster file: "
-				      "%s)",
-				      isle__ctx.load_error);
-	case ISLE_OUT_DEFAULT:
-		break;
-	}
-	return xstrdup("default selection");
-}
-
-void isle__decision_none(job_record_t *job_ptr,
-			 const struct isle_place_req *req,
-			 enum isle__outcome out, const char *reason,
-			 const struct isle_place_cand *cands, int ncands)
-{
-	char *word = _outcome_word(out);
-	char *line = xstrdup_printf("isle: %s: %s", word, reason);
-	bool may_start = out == ISLE_OUT_DEFAULT || out == ISLE_OUT_FALLBACK;
+	job_record_t *job_ptr = r->job_ptr;
+	char *line = _line(r, NULL, NULL);
+	/* "WORD: REASON", for the log */
+	const char *said = line + strlen("isle: ");
+	bool may_start = r->outcome == ISLE_OUTCOME_DEFAULT ||
+			 r->outcome == ISLE_OUTCOME_FALLBACK;
 	json_object *o;
 
 	_merge_admin_comment(job_ptr, line);
@@ -545,25 +694,32 @@ void isle__decision_none(job_record_t *job_ptr,
 		 * refused here (a job that bypassed sbatch), requests that
 		 * can never be placed and the fallback are said where admins
 		 * look; the rest at debug level. */
-		if (!req || out == ISLE_OUT_REFUSED ||
-		    out == ISLE_OUT_FALLBACK ||
-		    out == ISLE_OUT_FALLBACK_WAITING)
-			info("isle: %pJ: %s: %s", job_ptr, word, reason);
+		if (!r->have_req || r->outcome == ISLE_OUTCOME_REFUSED ||
+		    r->fallback)
+			info("isle: %pJ: %s", job_ptr, said);
 		else
-			debug("isle: %pJ: %s: %s", job_ptr, word, reason);
-		o = _record_json(job_ptr, line, reason);
-		if (req)
+			debug("isle: %pJ: %s", job_ptr, said);
+		o = _record_json(job_ptr, line, r->reason);
+		if (r->have_req)
 			json_object_object_add(o, "request",
-					       _request_json(req, 0));
+					       _request_json(&r->req, 0));
 		if (isle__ctx.topo)
 			json_object_object_add(
 			    o, "candidates",
-			    _cands_json(isle__ctx.topo, cands, ncands));
+			    _cands_json(isle__ctx.topo, r->cands, r->ncands));
 		_store(job_ptr, line, o, may_start);
 	} else if (may_start) {
-		isle__store_kick();
+		_kick();
 	}
 	_jobinfo_set(job_ptr, line, NULL, NULL);
 	xfree(line);
-	xfree(word);
+}
+
+void isle__decision_record(const struct isle__eval_result *r)
+{
+	if (r->outcome == ISLE_OUTCOME_PLACED ||
+	    r->outcome == ISLE_OUTCOME_PLANNED)
+		_record_placed(r);
+	else
+		_record_none(r);
 }

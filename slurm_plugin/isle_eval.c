@@ -13,6 +13,9 @@
  * When the engine has nothing to say (no GPUs requested, nodes outside the
  * model, required nodes) or cannot place a job in preferred mode, the
  * callback returns ESLURM_NOT_SUPPORTED and Slurm's default algorithm runs.
+ *
+ * Each path fills one struct isle__eval_result; isle__eval_nodes records
+ * it (isle__decision_record) once, at the end.
  */
 #include <errno.h>
 #include <limits.h>
@@ -20,7 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isle_plugin.h"
+#include "isle_eval.h"
+
+#include "isle_decision.h"
+#include "isle_model.h"
+#include "isle_policy.h"
 
 #include "slurm/slurm_errno.h"
 #include "src/common/core_array.h"
@@ -32,15 +39,16 @@
 #include "src/plugins/topology/common/eval_nodes.h"
 
 /*
- * The job's options (isle__job_env_opts with isle__ctx.policy): the
+ * The job's options (isle__policy_job_opts with isle__ctx.policy): the
  * environment reaches slurmctld from libslurm, scontrol or slurmrestd
  * without passing spank_isle.so.
  */
 static int _job_opts_get(job_record_t *job_ptr, struct isle__job_opts *o,
 			 char *err, size_t errlen)
 {
-	return isle__job_env_opts(&isle__ctx.policy, job_ptr->spank_job_env,
-				  job_ptr->spank_job_env_size, o, err, errlen);
+	return isle__policy_job_opts(&isle__ctx.policy, job_ptr->spank_job_env,
+				     job_ptr->spank_job_env_size, o, err,
+				     errlen);
 }
 
 static bool _is_gpu(gres_state_t *gs)
@@ -152,7 +160,7 @@ static uint64_t _node_free_mask(topology_eval_t *te, int i, int ngpus)
 	avail_res_t *ar = te->avail_res_array[i];
 	sock_gres_t *sg = _node_gpu_sock(ar);
 	gres_node_state_t *ns = sg ? sg->gres_state_node->gres_data : NULL;
-	uint64_t mask = 0, alloc = 0;
+	uint64_t mask = 0;
 	int n;
 
 	if (sg) {
@@ -169,19 +177,7 @@ static uint64_t _node_free_mask(topology_eval_t *te, int i, int ngpus)
 	}
 	if (sg && sg->use_total_gres) /* test_only: the job may wait */
 		return mask;
-	if (isle__node_out_of_service(node_ptr))
-		return 0;
-	if (ns && ns->gres_bit_alloc) {
-		_or_bits(&alloc, ns->gres_bit_alloc, ngpus);
-		mask &= ~alloc;
-	} else if (ns && ns->gres_cnt_alloc) {
-		/* Counted but not placed: keep the lowest free count. */
-		n = __builtin_popcountll(mask) -
-		    (int)MIN(ns->gres_cnt_alloc, (uint64_t)ngpus);
-		while (__builtin_popcountll(mask) > MAX(n, 0))
-			mask &= ~(1ULL << (63 - __builtin_clzll(mask)));
-	}
-	return mask;
+	return isle__model_gpus_free(node_ptr, ns, mask, ngpus);
 }
 
 static void _narrow_bits(bitstr_t *b, uint64_t keep, uint64_t *cnt,
@@ -317,7 +313,8 @@ static bool _planned(const struct isle_place_result *res)
 	for (int k = 0; k < res->nnodes; k++) {
 		int s = isle__ctx.model2slurm[res->nodes[k]], total;
 
-		if (s < 0 || (res->masks[k] & ~isle__node_free_gpus(s, &total)))
+		if (s < 0 ||
+		    (res->masks[k] & ~isle__model_node_gpus(s, &total)))
 			return true;
 	}
 	return false;
@@ -371,81 +368,78 @@ static bool _testing(topology_eval_t *te)
 	return false;
 }
 
-int isle__eval_fallback(topology_eval_t *te)
+/* While the cluster file cannot be loaded. */
+static void _evaluate_fallback(topology_eval_t *te, struct isle__eval_result *r)
 {
-	job_record_t *job_ptr = te->job_ptr;
-	struct isle_place_req req;
 	struct isle__job_opts o;
-	enum isle__outcome out = ISLE_OUT_FALLBACK;
-	char err[256], *reason = NULL;
-	int ret = ESLURM_NOT_SUPPORTED;
+	char err[256];
 
-	if (_job_opts_get(job_ptr, &o, err, sizeof(err)))
+	if (_job_opts_get(te->job_ptr, &o, err, sizeof(err)))
 		o.set = 0; /* refused options: preferred, like any job */
-	if (!_place_request(te, &o, &req))
-		return ESLURM_NOT_SUPPORTED;
+	if (!_place_request(te, &o, &r->req))
+		return;
+	r->have_req = true;
+	r->fallback = true;
 	/* No model, so no placement keeps TP groups inside islands: required
 	 * mode waits until the file loads again, the rest runs where Slurm's
 	 * default selection puts it, and the AdminComment says so instead of
 	 * keeping an earlier plan. The submit test lets the job queue. */
 	if (o.set && o.mode == ISLE_PLACE_REQUIRED) {
-		out = ISLE_OUT_FALLBACK_WAITING;
-		reason = xstrdup_printf("fallback (cannot load the cluster "
-					"file: %s): required mode waits for a "
-					"valid cluster file",
-					isle__ctx.load_error);
+		r->outcome = ISLE_OUTCOME_WAITING;
+		r->reason = xstrdup_printf("fallback (cannot load the cluster "
+					   "file: %s): required mode waits "
+					   "for a valid cluster file",
+					   isle__ctx.load_error);
 		if (!_testing(te))
-			ret = SLURM_ERROR;
+			r->rc = SLURM_ERROR;
 	} else {
-		reason = xstrdup("Slurm's default selection");
+		r->outcome = ISLE_OUTCOME_FALLBACK;
+		r->reason = xstrdup("Slurm's default selection");
 	}
-	isle__decision_none(job_ptr, &req, out, reason, NULL, 0);
-	xfree(reason);
-	return ret;
 }
 
-int isle__eval_nodes(topology_eval_t *te)
+/* The engine's placement inside cons_tres's maps. */
+static void _evaluate(topology_eval_t *te, struct isle__eval_result *r)
 {
 	struct isle__ctx *c = &isle__ctx;
 	job_record_t *job_ptr = te->job_ptr;
-	struct isle_place_req req;
-	struct isle_place_result res;
+	struct isle_place_req *req = &r->req;
+	struct isle_place_result *res = &r->res;
 	struct isle__job_opts o;
 	const struct isle_place_cand *engine_cands;
-	struct isle_place_cand *cands = NULL;
 	uint64_t *free_mask = NULL, *free_now = NULL, *eligible = NULL;
 	bool later = false;
 	bitstr_t *chosen = NULL;
 	bitstr_t *req_map = job_ptr->details->req_node_bitmap;
-	enum isle__outcome out;
 	char err[256];
-	int ncands = 0, rc, ret = ESLURM_NOT_SUPPORTED;
+	int ncands = 0, rc;
 
 	if (!c->topo || !c->place)
-		return ESLURM_NOT_SUPPORTED;
+		return;
 	/* -w with fewer nodes than the job needs: Slurm adds the rest. */
 	if (req_map && (uint32_t)bit_set_count(req_map) < te->min_nodes)
-		return ESLURM_NOT_SUPPORTED;
+		return;
 
 	if (_job_opts_get(job_ptr, &o, err, sizeof(err))) {
-		isle__decision_none(job_ptr, NULL, ISLE_OUT_DEFAULT, err, NULL,
-				    0);
-		return ESLURM_NOT_SUPPORTED;
+		r->outcome = ISLE_OUTCOME_DEFAULT;
+		r->reason = xstrdup(err);
+		return;
 	}
-	if (!_place_request(te, &o, &req))
-		return ESLURM_NOT_SUPPORTED;
+	if (!_place_request(te, &o, req))
+		return;
+	r->have_req = true;
 	/* What job_submit/isle refuses at submit, for jobs that reach the
 	 * scheduler without it: the reason in words, not the engine's. */
-	if (isle__job_gpu_check(
-		&o, req.gpus ? req.gpus : (long)req.gpus_per_node * req.nodes,
+	if (isle__policy_gpu_check(
+		&o,
+		req->gpus ? req->gpus : (long)req->gpus_per_node * req->nodes,
 		_max_island(), err, sizeof(err))) {
 		if (o.mode == ISLE_PLACE_REQUIRED)
-			ret = SLURM_ERROR;
-		isle__decision_none(job_ptr, &req,
-				    ret == SLURM_ERROR ? ISLE_OUT_REFUSED
-						       : ISLE_OUT_DEFAULT,
-				    err, NULL, 0);
-		return ret;
+			r->rc = SLURM_ERROR;
+		r->outcome = r->rc == SLURM_ERROR ? ISLE_OUTCOME_REFUSED
+						  : ISLE_OUTCOME_DEFAULT;
+		r->reason = xstrdup(err);
+		return;
 	}
 
 	free_mask = xcalloc(MAX(c->topo->nnodes, 1), sizeof(uint64_t));
@@ -457,71 +451,88 @@ int isle__eval_nodes(topology_eval_t *te)
 		if (m < 0 || (req_map && !bit_test(req_map, i)))
 			continue;
 		free_mask[m] = _node_free_mask(te, i, c->topo->nodes[m].ngpus);
-		free_now[m] = isle__node_free_gpus(i, &total);
+		free_now[m] = isle__model_node_gpus(i, &total);
 		later |= (free_mask[m] & ~free_now[m]) != 0;
 		if (free_mask[m])
 			eligible[m / 64] |= 1ULL << (m % 64);
 	}
 
-	isle_place_result_init(&res);
 	slurm_mutex_lock(&c->lock);
 	/* A future start (backfill's will-run test, a submit test): the
 	 * reservation leaves the GPUs free now to jobs that start now, as
 	 * islesim's isle does. */
 	if (later)
 		rc = isle_place_later(c->place, free_mask, free_now, eligible,
-				      &req, &res);
+				      req, res);
 	else
-		rc = isle_place(c->place, free_mask, eligible, &req, &res);
+		rc = isle_place(c->place, free_mask, eligible, req, res);
 	/* Copy: the engine's array only lives until its next call. */
 	engine_cands = isle_place_candidates(c->place, &ncands);
 	if (ncands > 0) {
-		cands = xcalloc(ncands, sizeof(*cands));
-		memcpy(cands, engine_cands, ncands * sizeof(*cands));
+		r->cands = xcalloc(ncands, sizeof(*r->cands));
+		memcpy(r->cands, engine_cands, ncands * sizeof(*r->cands));
 	}
 	slurm_mutex_unlock(&c->lock);
 	if (!rc)
-		_mark_winner(cands, ncands, &res);
-	ncands = _dedup_cands(cands, ncands);
+		_mark_winner(r->cands, ncands, res);
+	r->ncands = _dedup_cands(r->cands, ncands);
 
 	if (rc) {
 		/* Required mode waits for a placement that keeps TP groups
 		 * whole (or is refused if it can never have one); preferred
 		 * lets Slurm's default algorithm choose. */
 		if (o.mode == ISLE_PLACE_REQUIRED && rc != -ENOMEM)
-			ret = SLURM_ERROR;
-		if (ret != SLURM_ERROR)
-			out = ISLE_OUT_DEFAULT;
+			r->rc = SLURM_ERROR;
+		if (r->rc != SLURM_ERROR)
+			r->outcome = ISLE_OUTCOME_DEFAULT;
 		else if (rc == -ENOSPC)
-			out = ISLE_OUT_WAITING;
+			r->outcome = ISLE_OUTCOME_WAITING;
 		else
-			out = ISLE_OUT_REFUSED;
-		isle__decision_none(job_ptr, &req, out, res.reason, cands,
-				    ncands);
+			r->outcome = ISLE_OUTCOME_REFUSED;
+		r->reason = xstrdup(res->reason);
 		goto out;
 	}
 
-	chosen = _result_bitmap(&res);
+	chosen = _result_bitmap(res);
 	if (_eval_on(te, chosen) != SLURM_SUCCESS) {
 		if (o.mode == ISLE_PLACE_REQUIRED)
-			ret = SLURM_ERROR;
-		out = ret == SLURM_ERROR ? ISLE_OUT_WAITING : ISLE_OUT_DEFAULT;
-		isle__decision_none(job_ptr, &req, out,
-				    "the isle nodes lack CPUs, memory or other "
-				    "resources this job needs",
-				    cands, ncands);
+			r->rc = SLURM_ERROR;
+		r->outcome = r->rc == SLURM_ERROR ? ISLE_OUTCOME_WAITING
+						  : ISLE_OUTCOME_DEFAULT;
+		r->reason = xstrdup("the isle nodes lack CPUs, memory or other "
+				    "resources this job needs");
 		goto out;
 	}
-	_restrict_gpus(te, &req, &res);
-	isle__decision_record(job_ptr, &req, &res, cands, ncands, te->node_map,
-			      _planned(&res));
-	ret = SLURM_SUCCESS;
+	_restrict_gpus(te, req, res);
+	r->outcome = _planned(res) ? ISLE_OUTCOME_PLANNED : ISLE_OUTCOME_PLACED;
+	r->node_map = te->node_map;
+	r->rc = SLURM_SUCCESS;
 out:
 	FREE_NULL_BITMAP(chosen);
-	isle_place_result_fini(&res);
-	xfree(cands);
 	xfree(free_mask);
 	xfree(free_now);
 	xfree(eligible);
-	return ret;
+}
+
+int isle__eval_nodes(topology_eval_t *te)
+{
+	struct isle__eval_result r = {
+	    .job_ptr = te->job_ptr,
+	    .rc = ESLURM_NOT_SUPPORTED,
+	    .outcome = ISLE_OUTCOME_OTHER,
+	};
+	int rc;
+
+	isle_place_result_init(&r.res);
+	if (isle__ctx.topo)
+		_evaluate(te, &r);
+	else if (isle__ctx.load_error)
+		_evaluate_fallback(te, &r);
+	if (r.outcome != ISLE_OUTCOME_OTHER)
+		isle__decision_record(&r);
+	rc = r.rc;
+	isle_place_result_fini(&r.res);
+	xfree(r.cands);
+	xfree(r.reason);
+	return rc;
 }

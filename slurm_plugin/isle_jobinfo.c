@@ -9,7 +9,10 @@
  */
 #include <string.h>
 
-#include "isle_compat.h"
+#include "isle_jobinfo.h"
+
+#include "isle_decision.h"
+#include "isle_model.h"
 
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"

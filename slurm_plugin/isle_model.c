@@ -1,24 +1,33 @@
 /*
- * isle_model.c - the cluster file and its mapping onto Slurm's nodes.
+ * isle_model.c - the cluster model in slurmctld: the cluster file, its
+ * mapping onto Slurm's nodes, and which GPUs of a node are free.
  *
  * The model indexes nodes by its own order; Slurm by node_record_table_ptr,
  * which can be reordered on every reconfigure. The maps are rebuilt at each
  * build_config so that nothing else needs to care.
+ *
+ * Dynamic nodes (`scontrol create node`, `scontrol delete node`) change
+ * Slurm's node table without a reconfigure, and a reused node index can
+ * name another node: the maps are then patched by name (isle__model_sync,
+ * isle__model_add_rm_node), so a node the file describes takes part in
+ * placement as soon as it exists and a deleted one stops doing so.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "isle_plugin.h"
+#include "isle_model.h"
 
-#include "src/common/hostlist.h"
+#include "isle_policy.h"
+
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
-#include "src/interfaces/gres.h"
+
+#define ISLE_EXPLAIN_MAX 16 /* candidates kept per decision */
 
 struct isle__ctx isle__ctx = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -206,7 +215,7 @@ int isle__model_load(void)
 	struct isle_place_opts opts;
 	char err[512] = "";
 	isle_topo *t = NULL;
-	char *path = isle__cluster_path();
+	char *path = isle__policy_cluster_path();
 	struct lint_log lint = {0};
 	int rc;
 
@@ -297,20 +306,47 @@ static void _warn_no_cores(const node_record_t *node_ptr,
 	slurm_mutex_unlock(&lock);
 }
 
-bool isle__node_out_of_service(const node_record_t *node_ptr)
+/* The node takes no job now: down, drained, failed, not responding or not
+ * yet in service (FUTURE). */
+static bool _out_of_service(const node_record_t *node_ptr)
 {
 	return IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) ||
 	       IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr) ||
 	       IS_NODE_FUTURE(node_ptr);
 }
 
-uint64_t isle__node_free_gpus(int slurm_inx, int *total)
+uint64_t isle__model_gpus_free(const node_record_t *node_ptr,
+			       const gres_node_state_t *ns, uint64_t mask,
+			       int ngpus)
+{
+	int n;
+
+	if (_out_of_service(node_ptr))
+		return 0;
+	if (ns && ns->gres_bit_alloc) {
+		bitoff_t size = bit_size(ns->gres_bit_alloc);
+
+		/* A GPU without a bit in the allocation map cannot be
+		 * allocated: not free. */
+		for (int g = 0; g < ngpus && g < 64; g++)
+			if (g >= size || bit_test(ns->gres_bit_alloc, g))
+				mask &= ~(1ULL << g);
+	} else if (ns && ns->gres_cnt_alloc) {
+		/* Counted but not placed: keep the lowest free count. */
+		n = __builtin_popcountll(mask) -
+		    (int)MIN(ns->gres_cnt_alloc, (uint64_t)ngpus);
+		while (__builtin_popcountll(mask) > MAX(n, 0))
+			mask &= ~(1ULL << (63 - __builtin_clzll(mask)));
+	}
+	return mask;
+}
+
+uint64_t isle__model_node_gpus(int slurm_inx, int *total)
 {
 	node_record_t *node_ptr = node_record_table_ptr[slurm_inx];
 	uint32_t gpu_id = gres_get_gpu_plugin_id();
 	gres_state_t *gs;
 	gres_node_state_t *ns;
-	uint64_t mask = 0;
 	int n;
 
 	*total = 0;
@@ -323,137 +359,264 @@ uint64_t isle__node_free_gpus(int slurm_inx, int *total)
 	_warn_no_cores(node_ptr, ns);
 	n = MIN(ns->gres_cnt_avail, ISLE_MAX_GPUS_PER_NODE);
 	*total = n;
-	if (isle__node_out_of_service(node_ptr))
-		return 0;
-	if (ns->gres_bit_alloc) {
-		for (int g = 0; g < n && g < bit_size(ns->gres_bit_alloc); g++)
-			if (!bit_test(ns->gres_bit_alloc, g))
-				mask |= 1ULL << g;
-	} else {
-		int free_cnt = n - (int)MIN(ns->gres_cnt_alloc, (uint64_t)n);
-
-		for (int g = 0; g < free_cnt; g++)
-			mask |= 1ULL << g;
-	}
-	return mask;
+	return isle__model_gpus_free(node_ptr, ns,
+				     n >= 64 ? ~0ULL : (1ULL << n) - 1, n);
 }
 
-/* --- topoinfo snapshot -------------------------------------------------- */
+/* --- nodes that come and go while slurmctld runs ------------------------ */
 
-static void _rec_counts(struct isle__topo_entry *r, bitstr_t *nodes,
-			const uint64_t *free_mask, const int *totals)
-{
-	for (int i = 0; (i = bit_ffs_from_bit(nodes, i)) >= 0; i++) {
-		r->gpus += totals[i];
-		r->free_gpus += __builtin_popcountll(free_mask[i]);
-	}
-	r->nodes = bitmap2node_name(nodes);
-}
+static int sync_active = -1; /* active_node_record_count at the last sync */
 
-/* Island GPU counts follow the island's members, not whole nodes. */
-static void _island_counts(struct isle__topo_entry *r, const isle_topo *t,
-			   const struct isle_island *isl,
-			   const uint64_t *free_mask)
-{
-	for (int k = 0; k < isl->ngpus; k++) {
-		int s = isle__ctx.model2slurm[isl->members[k].node];
-
-		r->gpus++;
-		if (s >= 0 && (free_mask[s] >> isl->members[k].gpu) & 1)
-			r->free_gpus++;
-	}
-	(void)t;
-}
-
-struct isle__topoinfo *isle__topoinfo_build(void)
+/* Sets or clears Slurm node s in the group bitmaps of model node m. */
+static void _groups_set(int m, int s, bool on)
 {
 	struct isle__ctx *c = &isle__ctx;
-	struct isle__topoinfo *ti = xmalloc(sizeof(*ti));
-	const isle_topo *t;
-	uint64_t *free_mask = NULL;
-	int *totals = NULL;
-	struct isle__topo_entry *r;
-	int n = 0;
+	const isle_topo *t = c->topo;
+	const struct isle_node *n = &t->nodes[m];
+	bool *seen;
+	int *stack, depth = 0;
 
-	slurm_mutex_lock(&c->lock);
-	t = c->topo;
-	ti->count = 2 + (t ? t->nracks + t->nislands + t->nswitches : 0);
-	ti->recs = xcalloc(ti->count, sizeof(*ti->recs));
-
-	r = &ti->recs[n++];
-	r->kind = ISLE_ENTRY_SUMMARY;
-	r->name = xstrdup(t && t->name ? t->name : "isle");
-	r->nodes = xstrdup(c->path);
-	if (!t) {
-		r->children = xstrdup(c->load_error ? c->load_error
-						    : "no cluster file loaded");
-		goto out;
-	}
-
-	free_mask = xcalloc(MAX(node_record_count, 1), sizeof(uint64_t));
-	totals = xcalloc(MAX(node_record_count, 1), sizeof(int));
-	for (int i = 0; i < node_record_count && i < c->nslurm; i++) {
-		if (!bit_test(c->model_nodes, i))
-			continue;
-		free_mask[i] = isle__node_free_gpus(i, &totals[i]);
-		r->gpus += totals[i];
-		r->free_gpus += __builtin_popcountll(free_mask[i]);
-	}
-
-	for (int i = 0; i < t->nracks; i++) {
-		r = &ti->recs[n++];
-		r->kind = ISLE_ENTRY_RACK;
-		r->name = xstrdup(c->racks[i].name);
-		_rec_counts(r, c->racks[i].nodes, free_mask, totals);
-	}
 	for (int i = 0; i < t->nislands; i++) {
-		r = &ti->recs[n++];
-		r->kind = ISLE_ENTRY_ISLAND;
-		r->level = t->islands[i].multi_node;
-		r->name = xstrdup(c->islands[i].name);
-		r->nodes = bitmap2node_name(c->islands[i].nodes);
-		_island_counts(r, t, &t->islands[i], free_mask);
+		for (int k = 0; k < t->islands[i].nnodes; k++) {
+			if (t->islands[i].nodes[k] != m)
+				continue;
+			if (on)
+				bit_set(c->islands[i].nodes, s);
+			else
+				bit_clear(c->islands[i].nodes, s);
+		}
 	}
-	for (int i = 0; i < t->nswitches; i++) {
-		const struct isle_switch *sw = &t->switches[i];
-		hostlist_t *hl = NULL;
+	if (n->rack >= 0 && n->rack < t->nracks) {
+		if (on)
+			bit_set(c->racks[n->rack].nodes, s);
+		else
+			bit_clear(c->racks[n->rack].nodes, s);
+	}
+	/* Every switch the node is cabled to, and all above them; the
+	 * visited set keeps a cabling loop in the file from looping here. */
+	seen = xcalloc(MAX(t->nswitches, 1), sizeof(bool));
+	stack = xcalloc(MAX(t->nswitches, 1), sizeof(int));
+	for (int sw = 0; sw < t->nswitches; sw++) {
+		for (int k = 0; k < t->switches[sw].nnodes; k++) {
+			if (t->switches[sw].nodes[k] == m && !seen[sw]) {
+				seen[sw] = true;
+				stack[depth++] = sw;
+			}
+		}
+	}
+	while (depth > 0) {
+		int sw = stack[--depth];
 
-		r = &ti->recs[n++];
-		r->kind = ISLE_ENTRY_SWITCH;
-		r->level = sw->level;
-		r->name = xstrdup(sw->name);
-		_rec_counts(r, c->switches[i].nodes, free_mask, totals);
-		for (int k = 0; k < sw->ndown; k++) {
-			if (!hl)
-				hl = hostlist_create(NULL);
-			hostlist_push_host(hl, t->switches[sw->down[k]].name);
-		}
-		if (hl) {
-			r->children = hostlist_ranged_string_xmalloc(hl);
-			hostlist_destroy(hl);
+		if (on)
+			bit_set(c->switches[sw].nodes, s);
+		else
+			bit_clear(c->switches[sw].nodes, s);
+		for (int k = 0; k < t->switches[sw].nup; k++) {
+			int up = t->switches[sw].up[k];
+
+			if (up >= 0 && up < t->nswitches && !seen[up]) {
+				seen[up] = true;
+				stack[depth++] = up;
+			}
 		}
 	}
-out:
-	r = &ti->recs[n++];
-	r->kind = ISLE_ENTRY_EVAL;
-	r->name = xstrdup("eval");
-	r->children = isle__eval_stats_str();
-	ti->count = n;
-	slurm_mutex_unlock(&c->lock);
-	xfree(free_mask);
-	xfree(totals);
-	return ti;
+	xfree(seen);
+	xfree(stack);
 }
 
-void isle__topoinfo_free(struct isle__topoinfo *ti)
+static void _unmap(int s)
 {
-	if (!ti)
+	struct isle__ctx *c = &isle__ctx;
+	int m = c->slurm2model[s];
+
+	if (m < 0)
 		return;
-	for (uint32_t i = 0; i < ti->count; i++) {
-		xfree(ti->recs[i].name);
-		xfree(ti->recs[i].nodes);
-		xfree(ti->recs[i].children);
+	_groups_set(m, s, false);
+	if (c->model2slurm[m] == s)
+		c->model2slurm[m] = -1;
+	c->slurm2model[s] = -1;
+	bit_clear(c->model_nodes, s);
+}
+
+static void _map(int s, int m)
+{
+	struct isle__ctx *c = &isle__ctx;
+
+	if (c->slurm2model[s] == m)
+		return;
+	_unmap(s);
+	if (c->model2slurm[m] >= 0)
+		_unmap(c->model2slurm[m]);
+	c->slurm2model[s] = m;
+	c->model2slurm[m] = s;
+	bit_set(c->model_nodes, s);
+	_groups_set(m, s, true);
+}
+
+/* Maps Slurm index s by its node's current name. ctx.lock held. */
+static int _sync_one(int s)
+{
+	struct isle__ctx *c = &isle__ctx;
+	node_record_t *node_ptr;
+	int m;
+
+	if (s < 0 || s >= c->nslurm || s >= node_record_count)
+		return -1;
+	node_ptr = node_record_table_ptr[s];
+	m = node_ptr ? isle_topo_find_node(c->topo, node_ptr->name) : -1;
+	if (m < 0) {
+		_unmap(s);
+		return -1;
 	}
-	xfree(ti->recs);
-	xfree(ti);
+	if (c->slurm2model[s] != m) {
+		info("isle: node %s (index %d) now takes part in placement",
+		     node_ptr->name, s);
+		_map(s, m);
+	}
+	return m;
+}
+
+void isle__model_sync(bool force)
+{
+	struct isle__ctx *c = &isle__ctx;
+
+	if (!c->topo || !c->slurm2model)
+		return;
+	if (!force && sync_active == active_node_record_count)
+		return;
+	slurm_mutex_lock(&c->lock);
+	for (int s = 0; s < c->nslurm && s < node_record_count; s++) {
+		int was = c->slurm2model[s];
+
+		if (_sync_one(s) < 0 && was >= 0)
+			info("isle: Slurm node index %d (%s in the cluster "
+			     "file) is gone; it no longer takes part in "
+			     "placement",
+			     s, c->topo->nodes[was].name);
+	}
+	if (node_record_count > c->nslurm)
+		debug("isle: %d node slots beyond the %d known at the last "
+		      "reconfigure get default selection",
+		      node_record_count - c->nslurm, c->nslurm);
+	sync_active = active_node_record_count;
+	slurm_mutex_unlock(&c->lock);
+}
+
+/* True if name is a rack, island or switch that holds model node m. */
+static bool _unit_holds(const char *name, int s)
+{
+	struct isle__ctx *c = &isle__ctx;
+	const isle_topo *t = c->topo;
+
+	for (int i = 0; i < t->nracks; i++)
+		if (!xstrcmp(c->racks[i].name, name))
+			return bit_test(c->racks[i].nodes, s);
+	for (int i = 0; i < t->nislands; i++)
+		if (!xstrcmp(c->islands[i].name, name))
+			return bit_test(c->islands[i].nodes, s);
+	for (int i = 0; i < t->nswitches; i++)
+		if (!xstrcmp(c->switches[i].name, name))
+			return bit_test(c->switches[i].nodes, s);
+	return false;
+}
+
+int isle__model_add_rm_node(node_record_t *node_ptr, const char *unit)
+{
+	struct isle__ctx *c = &isle__ctx;
+	char *copy = NULL, *tok, *save = NULL;
+	int m;
+
+	if (!c->topo || !c->slurm2model)
+		return SLURM_SUCCESS;
+	slurm_mutex_lock(&c->lock);
+	m = _sync_one(node_ptr->index);
+	if (!unit || !unit[0])
+		goto out;
+	if (m < 0) {
+		error("isle: node %s is not in cluster file %s (or beyond the "
+		      "node table known at the last reconfigure); it gets "
+		      "default selection until it is described there",
+		      node_ptr->name, c->path);
+		goto out;
+	}
+	copy = xstrdup(unit);
+	for (tok = strtok_r(copy, ":", &save); tok;
+	     tok = strtok_r(NULL, ":", &save)) {
+		if (_unit_holds(tok, node_ptr->index))
+			continue;
+		error("isle: node %s: topology unit %s is not a rack, island "
+		      "or switch of this node in %s; the cluster file decides "
+		      "where a node is",
+		      node_ptr->name, tok, c->path);
+		break;
+	}
+out:
+	slurm_mutex_unlock(&c->lock);
+	xfree(copy);
+	return SLURM_SUCCESS;
+}
+
+char *isle__model_node_unit(int s)
+{
+	struct isle__ctx *c = &isle__ctx;
+	const isle_topo *t = c->topo;
+	const struct isle_node *n;
+	char *out = NULL;
+	int m, isl, leaf = -1;
+
+	if (!t || !c->slurm2model || s < 0 || s >= c->nslurm)
+		return NULL;
+	if ((m = c->slurm2model[s]) < 0)
+		return NULL;
+	n = &t->nodes[m];
+	isl = n->domain >= 0 ? n->domain : n->first_island;
+	for (int sw = 0; sw < t->nswitches && leaf < 0; sw++) {
+		if (t->switches[sw].level != ISLE_SW_LEAF)
+			continue;
+		for (int k = 0; k < t->switches[sw].nnodes; k++)
+			if (t->switches[sw].nodes[k] == m)
+				leaf = sw;
+	}
+	xstrfmtcat(out, "%s:%s:%s",
+		   (n->rack >= 0 && n->rack < t->nracks)
+		       ? t->racks[n->rack].name
+		       : "-",
+		   (isl >= 0 && isl < t->nislands) ? t->islands[isl].name : "-",
+		   leaf >= 0 ? t->switches[leaf].name : "-");
+	return out;
+}
+
+int isle__model_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
+		     uint32_t *size)
+{
+	struct isle__ctx *c = &isle__ctx;
+	const isle_topo *t = c->topo;
+	int *nodes, *order;
+	uint32_t count, k = 0;
+	int rc = SLURM_SUCCESS;
+
+	*node_rank = NULL;
+	*size = 0;
+	if (!node_bitmap || !(count = bit_set_count(node_bitmap)))
+		return SLURM_SUCCESS;
+	if (!t) /* no model: no ranks, Slurm keeps hostlist order */
+		return SLURM_SUCCESS;
+	nodes = xcalloc(count, sizeof(*nodes));
+	order = xcalloc(count, sizeof(*order));
+	for (int i = 0;
+	     (i = bit_ffs_from_bit(node_bitmap, i)) >= 0 && k < count; i++, k++)
+		nodes[k] =
+		    (c->slurm2model && i < c->nslurm) ? c->slurm2model[i] : -1;
+	if (isle_topo_rank_order(t, nodes, count, order)) {
+		rc = SLURM_ERROR;
+		goto out;
+	}
+	*node_rank = xcalloc(count, sizeof(**node_rank));
+	for (uint32_t r = 0; r < count; r++)
+		(*node_rank)[order[r]] = r + 1;
+	*size = count;
+out:
+	xfree(nodes);
+	xfree(order);
+	return rc;
 }

@@ -13,14 +13,16 @@
 #include <string.h>
 #include <strings.h>
 
-#include "isle_plugin.h"
+#include "isle_policy.h"
+
+#include "src/common/slurm_xlator.h"
 
 #include "src/common/log.h"
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-char *isle__cluster_path(void)
+char *isle__policy_cluster_path(void)
 {
 	const char *key = "IsleFile=";
 	char *param = slurm_conf.topology_param, *p, *end, *conf_dir;
@@ -177,9 +179,9 @@ static void _printable(char *s)
 			*s = '?';
 }
 
-int isle__job_env_opts(const struct isle__spank_policy *pol, char **env,
-		       uint32_t nenv, struct isle__job_opts *o, char *err,
-		       size_t errlen)
+int isle__policy_job_opts(const struct isle__spank_policy *pol, char **env,
+			  uint32_t nenv, struct isle__job_opts *o, char *err,
+			  size_t errlen)
 {
 	struct isle_job_opts user = {0}, job;
 	char perr[200];
@@ -223,8 +225,8 @@ out:
 	return rc;
 }
 
-int isle__job_gpu_check(const struct isle__job_opts *o, long gpus,
-			int max_island, char *err, size_t errlen)
+int isle__policy_gpu_check(const struct isle__job_opts *o, long gpus,
+			   int max_island, char *err, size_t errlen)
 {
 	long group = (long)o->tp * o->pp;
 

@@ -11,10 +11,10 @@
  *     restarted slurmctld find it;
  *   - the records (and files) of jobs the scheduler no longer knows (purged
  *     after MinJobAge) are dropped.
- * Which jobs started or are gone comes from a probe callback that the
- * Slurm-facing code supplies (isle_decision.c); the writer calls it every
- * period and when kicked, holding no store lock. Nothing in this file calls
- * Slurm, so a later Slurm version can carry the same records elsewhere.
+ * Which jobs started or are gone is the caller's to say (isle_decision.c
+ * asks Slurm from a thread of its own); the writer only runs the file
+ * operations queued here. Nothing in this file calls Slurm, so a later
+ * Slurm version can carry the same records elsewhere.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -35,7 +34,7 @@
 #include "isle_store.h"
 
 struct entry {
-	uint64_t key;		/* a job id, or a key the probe maps to one */
+	uint64_t key;		/* a job id, or a key the caller maps to one */
 	unsigned persisted : 1; /* the current decision is on disk */
 	unsigned on_disk : 1;	/* some record of this job is on disk */
 	char *line;
@@ -54,16 +53,12 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t thread;
-	int running, stop, kicked;
+	int running, stop;
 	char *dir;
 	struct entry **buckets;
 	size_t nbuckets, count;
 	struct op *head, *tail;
-	isle__store_probe_fn probe;
-	void *probe_arg;
 	isle__store_log_fn log;
-	unsigned period_ms;
-	struct isle__store_stats stats;
 } st = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -143,6 +138,8 @@ static struct entry *_get(uint64_t key)
 	return e;
 }
 
+#define MAX_ONE(n) ((n) ? (n) : 1)
+
 static void _entry_free(struct entry *e)
 {
 	free(e->line);
@@ -210,7 +207,6 @@ int isle__store_put(uint64_t key, const char *line, const char *record)
 	e->record = r;
 	l = r = NULL;
 	e->persisted = 0;
-	st.stats.puts++;
 	rc = 1;
 	pthread_mutex_unlock(&st.lock);
 out:
@@ -246,19 +242,6 @@ static int _started_locked(struct entry *e)
 	return _queue((uint32_t)e->key, r);
 }
 
-int isle__store_started(uint64_t key)
-{
-	struct entry **p;
-	int rc = -ENOENT;
-
-	pthread_mutex_lock(&st.lock);
-	p = _find(key);
-	if (p)
-		rc = _started_locked(*p);
-	pthread_mutex_unlock(&st.lock);
-	return rc;
-}
-
 /* Caller holds the lock; p from _find. */
 static int _purge_locked(struct entry **p)
 {
@@ -273,6 +256,91 @@ static int _purge_locked(struct entry **p)
 	return rc;
 }
 
+/* Adds the scheduler's grant to e's record as "granted"; takes gpus. */
+static void _add_granted(struct entry *e, char *gpus)
+{
+	json_object *rec = NULL, *g = NULL;
+	char *r;
+
+	if (!gpus || !e->record)
+		goto out;
+	rec = json_tokener_parse(e->record);
+	g = json_tokener_parse(gpus);
+	if (!rec || !g || !json_object_is_type(rec, json_type_object) ||
+	    !json_object_is_type(g, json_type_array))
+		goto out;
+	json_object_object_add(rec, "granted", g);
+	g = NULL;
+	r = strdup(json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN));
+	if (r) {
+		free(e->record);
+		e->record = r;
+	}
+out:
+	json_object_put(g);
+	json_object_put(rec);
+	free(gpus);
+}
+
+int isle__store_keys(uint64_t **keys, uint8_t **unsaved)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&st.lock);
+	*keys = malloc(MAX_ONE(st.count) * sizeof(**keys));
+	*unsaved = malloc(MAX_ONE(st.count));
+	if (!*keys || !*unsaved) {
+		pthread_mutex_unlock(&st.lock);
+		free(*keys);
+		free(*unsaved);
+		*keys = NULL;
+		*unsaved = NULL;
+		return -ENOMEM;
+	}
+	for (size_t b = 0; b < st.nbuckets; b++)
+		for (struct entry *e = st.buckets[b]; e; e = e->next) {
+			(*unsaved)[n] = !e->persisted;
+			(*keys)[n++] = e->key;
+		}
+	pthread_mutex_unlock(&st.lock);
+	return (int)n;
+}
+
+int isle__store_started(uint64_t key, uint32_t job_id, char *granted)
+{
+	struct entry **p, *e;
+	int rc;
+
+	pthread_mutex_lock(&st.lock);
+	p = _find(key);
+	if (!p) {
+		pthread_mutex_unlock(&st.lock);
+		free(granted);
+		return -ENOENT;
+	}
+	e = *p;
+	if (job_id && job_id != e->key) {
+		/* The decision started a job under another id (a task split
+		 * off a pending array): file it there. */
+		struct entry **old = _find(job_id);
+
+		if (old)
+			(void)_purge_locked(old);
+		p = _find(key);
+		*p = e->next;
+		e->key = job_id;
+		e->next = st.buckets[_slot(e->key, st.nbuckets)];
+		st.buckets[_slot(e->key, st.nbuckets)] = e;
+	}
+	if (!e->persisted)
+		_add_granted(e, granted);
+	else
+		free(granted);
+	rc = _started_locked(e);
+	pthread_mutex_unlock(&st.lock);
+	return rc;
+}
+
 int isle__store_purge(uint64_t key)
 {
 	struct entry **p;
@@ -284,22 +352,6 @@ int isle__store_purge(uint64_t key)
 		rc = _purge_locked(p);
 	pthread_mutex_unlock(&st.lock);
 	return rc;
-}
-
-void isle__store_kick(void)
-{
-	pthread_mutex_lock(&st.lock);
-	st.kicked = 1;
-	pthread_cond_signal(&st.cond);
-	pthread_mutex_unlock(&st.lock);
-}
-
-void isle__store_get_stats(struct isle__store_stats *out)
-{
-	pthread_mutex_lock(&st.lock);
-	*out = st.stats;
-	out->entries = st.count;
-	pthread_mutex_unlock(&st.lock);
 }
 
 /* --- the writer ---------------------------------------------------------- */
@@ -389,13 +441,9 @@ static void _drain(void)
 		if (!st.dir) {
 			/* never initialised: nowhere to write */
 		} else if (o->record) {
-			if (!_write_record(st.dir, o->job_id, o->record))
-				__atomic_add_fetch(&st.stats.writes, 1,
-						   __ATOMIC_RELAXED);
+			(void)_write_record(st.dir, o->job_id, o->record);
 		} else {
 			_unlink_record(st.dir, o->job_id);
-			__atomic_add_fetch(&st.stats.unlinks, 1,
-					   __ATOMIC_RELAXED);
 		}
 		free(o->record);
 		free(o);
@@ -403,145 +451,14 @@ static void _drain(void)
 	}
 }
 
-/* Asks the probe which jobs started or are gone; lock held on entry and
- * exit, dropped while the probe runs (it takes Slurm's job lock). */
-/* Adds the scheduler's grant to e's record as "granted"; takes gpus. */
-static void _add_granted(struct entry *e, char *gpus)
-{
-	json_object *rec = NULL, *g = NULL;
-	char *r;
-
-	if (!gpus || !e->record)
-		goto out;
-	rec = json_tokener_parse(e->record);
-	g = json_tokener_parse(gpus);
-	if (!rec || !g || !json_object_is_type(rec, json_type_object) ||
-	    !json_object_is_type(g, json_type_array))
-		goto out;
-	json_object_object_add(rec, "granted", g);
-	g = NULL;
-	r = strdup(json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN));
-	if (r) {
-		free(e->record);
-		e->record = r;
-	}
-out:
-	json_object_put(g);
-	json_object_put(rec);
-	free(gpus);
-}
-
-static void _sweep(void)
-{
-	uint64_t *keys;
-	uint32_t *ids;
-	uint8_t *state, *need;
-	char **gpus;
-	size_t n = 0;
-
-	if (!st.probe || !st.count)
-		return;
-	keys = malloc(st.count * sizeof(*keys));
-	ids = calloc(st.count, sizeof(*ids));
-	state = malloc(st.count);
-	need = calloc(st.count, 1);
-	gpus = calloc(st.count, sizeof(*gpus));
-	if (!keys || !ids || !state || !need || !gpus)
-		goto out;
-	for (size_t b = 0; b < st.nbuckets; b++)
-		for (struct entry *e = st.buckets[b]; e; e = e->next) {
-			need[n] = !e->persisted;
-			keys[n++] = e->key;
-		}
-	pthread_mutex_unlock(&st.lock);
-	st.probe(keys, need, (int)n, state, ids, gpus, st.probe_arg);
-	pthread_mutex_lock(&st.lock);
-	for (size_t i = 0; i < n; i++) {
-		struct entry **p = _find(keys[i]), *e;
-
-		if (!p)
-			continue;
-		if (state[i] == ISLE_STORE_JOB_GONE) {
-			(void)_purge_locked(p);
-			continue;
-		}
-		if (state[i] != ISLE_STORE_JOB_STARTED)
-			continue;
-		e = *p;
-		if (ids[i] && ids[i] != e->key) {
-			/* The decision started a job under another id (a
-			 * task split off a pending array): file it there. */
-			struct entry **old = _find(ids[i]);
-
-			if (old)
-				(void)_purge_locked(old);
-			p = _find(keys[i]);
-			*p = e->next;
-			e->key = ids[i];
-			e->next = st.buckets[_slot(e->key, st.nbuckets)];
-			st.buckets[_slot(e->key, st.nbuckets)] = e;
-		}
-		if (!e->persisted) {
-			_add_granted(e, gpus[i]);
-			gpus[i] = NULL;
-		}
-		(void)_started_locked(e);
-	}
-	st.stats.sweeps++;
-out:
-	for (size_t i = 0; gpus && i < n; i++)
-		free(gpus[i]);
-	free(gpus);
-	free(need);
-	free(keys);
-	free(ids);
-	free(state);
-}
-
-static void _add_ms(struct timespec *t, unsigned ms)
-{
-	t->tv_sec += ms / 1000;
-	t->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (t->tv_nsec >= 1000000000L) {
-		t->tv_sec++;
-		t->tv_nsec -= 1000000000L;
-	}
-}
-
-static bool _reached(const struct timespec *now, const struct timespec *t)
-{
-	return now->tv_sec > t->tv_sec ||
-	       (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
-}
-
-/*
- * Probes every period, or sooner when kicked, but at most once per
- * ISLE_STORE_MIN_GAP_MS: a busy scheduler kicks on every evaluation and
- * each probe takes Slurm's job read lock.
- */
-#define ISLE_STORE_MIN_GAP_MS 100
-
 static void *_writer(void *arg)
 {
-	struct timespec last, due, now;
-
 	(void)arg;
 	pthread_mutex_lock(&st.lock);
-	clock_gettime(CLOCK_MONOTONIC, &last);
 	while (!st.stop) {
 		_drain();
-		due = last;
-		_add_ms(&due, st.kicked ? ISLE_STORE_MIN_GAP_MS : st.period_ms);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (_reached(&now, &due)) {
-			st.kicked = 0;
-			_sweep();
-			_drain();
-			clock_gettime(CLOCK_MONOTONIC, &last);
-			continue;
-		}
-		if (!st.head && !st.stop)
-			pthread_cond_timedwait(&st.cond, &st.lock, &due);
+		if (!st.stop)
+			pthread_cond_wait(&st.cond, &st.lock);
 	}
 	_drain(); /* finish what was queued before stop */
 	pthread_mutex_unlock(&st.lock);
@@ -597,8 +514,7 @@ static void _reload(const char *dir)
 		     n, dir);
 }
 
-int isle__store_init(const char *dir, isle__store_probe_fn probe, void *arg,
-		     isle__store_log_fn log, unsigned period_ms)
+int isle__store_init(const char *dir, isle__store_log_fn log)
 {
 	int rc = 0;
 
@@ -611,21 +527,8 @@ int isle__store_init(const char *dir, isle__store_probe_fn probe, void *arg,
 	}
 	free(st.dir);
 	st.dir = strdup(dir);
-	st.probe = probe;
-	st.probe_arg = arg;
 	st.log = log;
-	st.period_ms = period_ms ? period_ms : 1000;
 	st.stop = 0;
-	{
-		pthread_condattr_t ca;
-
-		/* timedwait deadlines are on the monotonic clock */
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_destroy(&st.cond);
-		pthread_cond_init(&st.cond, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	pthread_mutex_unlock(&st.lock);
 	if (!st.dir)
 		return -ENOMEM;
@@ -662,6 +565,5 @@ void isle__store_fini(void)
 	st.nbuckets = st.count = 0;
 	free(st.dir);
 	st.dir = NULL;
-	memset(&st.stats, 0, sizeof(st.stats));
 	pthread_mutex_unlock(&st.lock);
 }

@@ -17,9 +17,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-/* Declared in isle_compat.h; this file is also built into the SPANK plugin,
- * which does not include Slurm's internal headers. */
-int isle__version_check(const char *what);
+#include "isle_version.h"
 
 /* libslurm API number of each Slurm release isle knows (config.h's
  * SLURM_API_CURRENT). */

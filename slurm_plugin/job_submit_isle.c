@@ -20,12 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isle_plugin.h"
+#include "isle_policy.h"
+
+#include "src/common/slurm_xlator.h"
 
 #include "slurm/slurm_errno.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/slurmctld.h"
 
 ISLE_EXPORT const char plugin_name[] = "isle job submit plugin";
 ISLE_EXPORT const char plugin_type[] = "job_submit/isle";
@@ -36,7 +39,7 @@ static int max_island; /* GPUs of the largest island; 0: no cluster file */
 
 ISLE_EXPORT int init(void)
 {
-	char err[512] = "", *path = isle__cluster_path();
+	char err[512] = "", *path = isle__policy_cluster_path();
 	isle_topo *t = NULL;
 
 	isle__policy_read(&policy);
@@ -134,13 +137,13 @@ ISLE_EXPORT int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	long gpus;
 	int rc;
 
-	if (isle__job_env_opts(&policy, job_desc->spank_job_env,
-			       job_desc->spank_job_env_size, &o, err,
-			       sizeof(err)) ||
+	if (isle__policy_job_opts(&policy, job_desc->spank_job_env,
+				  job_desc->spank_job_env_size, &o, err,
+				  sizeof(err)) ||
 	    !o.set)
 		return SLURM_SUCCESS;
 	gpus = _job_gpus(job_desc);
-	rc = isle__job_gpu_check(&o, gpus, max_island, err, sizeof(err));
+	rc = isle__policy_gpu_check(&o, gpus, max_island, err, sizeof(err));
 	if (!rc)
 		return SLURM_SUCCESS;
 	info("isle: job submission from uid %u refused: %s", submit_uid, err);

@@ -21,7 +21,7 @@ SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
 # --- topology/isle -------------------------------------------------------
 TOPO_ISLE_SRCS := topology_isle.c isle_compat.c isle_model.c isle_eval.c \
 		  isle_decision.c isle_store.c isle_policy.c spank_opts.c \
-		  isle_nodes.c isle_jobinfo.c isle_version.c
+		  isle_topoinfo.c isle_jobinfo.c isle_version.c
 TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 # topology/common from the configured Slurm tree, as topology/tree links it.
 SLURM_TOPO_COMMON := common_topo eval_nodes gres_filter gres_sched

@@ -4,21 +4,28 @@
  *
  * isle_compat.c exports the entry points with the signatures of the release
  * at hand and calls these. Node selection is in isle_eval.c; the cluster
- * file and node maps in isle_model.c; run-time node changes in
- * isle_nodes.c.
+ * file and node maps in isle_model.c; what `scontrol show topology` prints
+ * in isle_topoinfo.c. docs/slurm-plugin.md walks one evaluation through
+ * the files.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "isle_compat.h"
+#include "topology_isle.h"
+
+#include "isle_decision.h"
+#include "isle_eval.h"
+#include "isle_model.h"
+#include "isle_policy.h"
+#include "isle_topoinfo.h"
+#include "isle_version.h"
 
 #include "slurm/slurm_errno.h"
 #include "src/common/hostlist.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
-#include "src/common/pack.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/plugins/topology/common/common_topo.h"
@@ -33,6 +40,9 @@ ISLE_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
  * jobs: the controller keeps running with its default selection.
  */
 static bool disabled;
+
+/* Name of the topology isle serves ("default" without topology.yaml). */
+static char *topo_name;
 
 /*
  * Eval latency: calls that isle (or its fallback) placed, timed around
@@ -105,10 +115,10 @@ static uint64_t _eval_pct(const uint64_t *hist, uint64_t n, double q)
  * true value), at most the max. A bucket counts toward a bound only when
  * its upper edge is within it, so the cumulative counts are never
  * overstated (up to 12.5% of a bound's calls land in the next one). */
-char *isle__eval_stats_str(void)
+char *isle__topo_eval_stats(void)
 {
-	static const uint64_t le_us[] = {50,	100,   250,    500,    1000,
-					 2500,	5000,  10000,  25000,  50000,
+	static const uint64_t le_us[] = {50,	 100,	 250,	 500,	1000,
+					 2500,	 5000,	 10000,	 25000, 50000,
 					 100000, 250000, 1000000};
 	uint64_t hist[EVAL_NBUCKETS], n = 0, sum, max, seen = 0;
 	char *s;
@@ -123,19 +133,18 @@ char *isle__eval_stats_str(void)
 	if (!n)
 		s = xstrdup("Calls=0 SumUs=0");
 	else
-		s = xstrdup_printf("Calls=%" PRIu64 " MeanUs=%" PRIu64
-				   " P50Us=%" PRIu64 " P99Us=%" PRIu64
-				   " MaxUs=%" PRIu64 " SumUs=%" PRIu64,
-				   n, sum / n,
-				   MIN(_eval_pct(hist, n, 0.50), max),
-				   MIN(_eval_pct(hist, n, 0.99), max), max,
-				   sum);
+		s = xstrdup_printf(
+		    "Calls=%" PRIu64 " MeanUs=%" PRIu64 " P50Us=%" PRIu64
+		    " P99Us=%" PRIu64 " MaxUs=%" PRIu64 " SumUs=%" PRIu64,
+		    n, sum / n, MIN(_eval_pct(hist, n, 0.50), max),
+		    MIN(_eval_pct(hist, n, 0.99), max), max, sum);
 	for (size_t i = 0; i < ARRAY_SIZE(le_us); i++) {
 		for (; b < EVAL_NBUCKETS; b++) {
 			/* the bucket's exclusive upper edge */
-			uint64_t w = b < EVAL_LIN ? 1
-						  : 1ull << ((b - EVAL_LIN) /
-							     EVAL_SUB + 1);
+			uint64_t w =
+			    b < EVAL_LIN
+				? 1
+				: 1ull << ((b - EVAL_LIN) / EVAL_SUB + 1);
 			uint64_t edge = b < EVAL_LIN
 					    ? (uint64_t)b + 1
 					    : _eval_bucket_mid(b) + w / 2;
@@ -144,8 +153,8 @@ char *isle__eval_stats_str(void)
 				break;
 			seen += hist[b];
 		}
-		xstrfmtcat(s, "%s%" PRIu64 ":%" PRIu64, i ? "," : " BucketsUs=",
-			   le_us[i], seen);
+		xstrfmtcat(s, "%s%" PRIu64 ":%" PRIu64,
+			   i ? "," : " BucketsUs=", le_us[i], seen);
 	}
 	xstrfmtcat(s, ",+Inf:%" PRIu64, n);
 	return s;
@@ -169,7 +178,7 @@ int isle__topo_init(void)
 int isle__topo_fini(void)
 {
 	if (__atomic_load_n(&eval_calls, __ATOMIC_RELAXED)) {
-		char *st = isle__eval_stats_str();
+		char *st = isle__topo_eval_stats();
 
 		verbose("isle: eval %s", st);
 		xfree(st);
@@ -181,7 +190,7 @@ int isle__topo_fini(void)
 	xfree(isle__ctx.load_error);
 	slurm_mutex_unlock(&isle__ctx.lock);
 	isle__decision_fini();
-	xfree(isle__topo_name);
+	xfree(topo_name);
 	return SLURM_SUCCESS;
 }
 
@@ -191,14 +200,14 @@ int isle__topo_build_config(const char *name)
 {
 	if (!running_in_slurmctld() || disabled)
 		return SLURM_SUCCESS;
-	if (name && xstrcmp(isle__topo_name, name)) {
-		xfree(isle__topo_name);
-		isle__topo_name = xstrdup(name);
+	if (name && xstrcmp(topo_name, name)) {
+		xfree(topo_name);
+		topo_name = xstrdup(name);
 	}
 	isle__decision_init();
 	isle__policy_read(&isle__ctx.policy);
 	(void)isle__model_load();
-	isle__nodes_sync(true);
+	isle__model_sync(true);
 	return SLURM_SUCCESS;
 }
 
@@ -221,12 +230,13 @@ int isle__topo_eval_nodes(topology_eval_t *topo_eval)
 	int rc;
 
 	topo_eval->trump_others = false;
-	isle__nodes_sync(false);
-	if (isle__ctx.topo &&
-	    bit_overlap_any(isle__ctx.model_nodes, topo_eval->node_map))
+	isle__model_sync(false);
+	/* Without a model the callback still runs while the cluster file
+	 * does not load: it says so in the job's AdminComment. */
+	if ((isle__ctx.topo &&
+	     bit_overlap_any(isle__ctx.model_nodes, topo_eval->node_map)) ||
+	    (!isle__ctx.topo && isle__ctx.load_error))
 		topo_eval->eval_nodes = isle__eval_nodes;
-	else if (!isle__ctx.topo && isle__ctx.load_error)
-		topo_eval->eval_nodes = isle__eval_fallback;
 	else
 		topo_eval->eval_nodes = NULL;
 	if (!topo_eval->eval_nodes)
@@ -275,7 +285,7 @@ bitstr_t *isle__topo_get_bitmap(const char *name)
  */
 bool isle__topo_node_ranking(void)
 {
-	char err[512] = "", *path = isle__cluster_path();
+	char err[512] = "", *path = isle__policy_cluster_path();
 	isle_topo *t = NULL;
 	node_record_t *node_ptr;
 	int *nodes, *order, *rank;
@@ -292,7 +302,7 @@ bool isle__topo_node_ranking(void)
 	rank = xcalloc(MAX(t->nnodes, 1), sizeof(int));
 	for (int m = 0; m < t->nnodes; m++)
 		nodes[m] = m;
-	/* The order get_rank gives a job's nodes (isle_nodes.c). */
+	/* The order get_rank gives a job's nodes (isle__model_rank). */
 	if (isle_topo_rank_order(t, nodes, t->nnodes, order))
 		goto out;
 	for (int k = 0; k < t->nnodes; k++)
@@ -310,6 +320,22 @@ out:
 	xfree(path);
 	isle_topo_destroy(t);
 	return ranked;
+}
+
+int isle__topo_add_rm_node(node_record_t *node_ptr, const char *unit)
+{
+	return isle__model_add_rm_node(node_ptr, unit);
+}
+
+int isle__topo_get_rank(bitstr_t *node_bitmap, uint32_t **node_rank,
+			uint32_t *size)
+{
+	return isle__model_rank(node_bitmap, node_rank, size);
+}
+
+char *isle__topo_node_unit(int node_inx)
+{
+	return isle__model_node_unit(node_inx);
 }
 
 int isle__topo_get_node_addr(char *node_name, char **paddr, char **ppattern)
@@ -353,135 +379,6 @@ int isle__topo_get(topology_data_t type, void *data)
 	}
 	error("isle: unsupported topology_p_get type %d", type);
 	return SLURM_ERROR;
-}
-
-int isle__topoinfo_pack(void *topoinfo_ptr, buf_t *buffer,
-			uint16_t protocol_version)
-{
-	struct isle__topoinfo *ti = topoinfo_ptr;
-
-	pack32(ti->count, buffer);
-	for (uint32_t i = 0; i < ti->count; i++) {
-		struct isle__topo_entry *r = &ti->recs[i];
-
-		pack16(r->kind, buffer);
-		pack16(r->level, buffer);
-		packstr(r->name, buffer);
-		packstr(r->nodes, buffer);
-		packstr(r->children, buffer);
-		pack32(r->gpus, buffer);
-		pack32(r->free_gpus, buffer);
-	}
-	return SLURM_SUCCESS;
-}
-
-int isle__topoinfo_unpack(void **topoinfo_pptr, buf_t *buffer,
-			  uint16_t protocol_version)
-{
-	struct isle__topoinfo *ti = xmalloc(sizeof(*ti));
-
-	*topoinfo_pptr = ti;
-	safe_unpack32(&ti->count, buffer);
-	safe_xcalloc(ti->recs, ti->count, sizeof(*ti->recs));
-	for (uint32_t i = 0; i < ti->count; i++) {
-		struct isle__topo_entry *r = &ti->recs[i];
-
-		safe_unpack16(&r->kind, buffer);
-		safe_unpack16(&r->level, buffer);
-		safe_unpackstr(&r->name, buffer);
-		safe_unpackstr(&r->nodes, buffer);
-		safe_unpackstr(&r->children, buffer);
-		safe_unpack32(&r->gpus, buffer);
-		safe_unpack32(&r->free_gpus, buffer);
-	}
-	return SLURM_SUCCESS;
-
-unpack_error:
-	isle__topoinfo_free(ti);
-	*topoinfo_pptr = NULL;
-	return SLURM_ERROR;
-}
-
-static void _print_rec(const struct isle__topo_entry *r, char **out)
-{
-	static const char *const sw_level[] = {"leaf", "spine", "core",
-					       "unknown"};
-
-	switch (r->kind) {
-	case ISLE_ENTRY_SUMMARY:
-		if (r->children) {
-			xstrfmtcat(*out,
-				   "Topology=isle File=%s Status=fallback "
-				   "Error=\"%s\"\n",
-				   r->nodes, r->children);
-			return;
-		}
-		xstrfmtcat(*out,
-			   "Topology=isle Cluster=%s File=%s Status=ok GPUs=%u "
-			   "FreeGPUs=%u\n",
-			   r->name, r->nodes, r->gpus, r->free_gpus);
-		return;
-	case ISLE_ENTRY_RACK:
-		xstrfmtcat(*out, "RackName=%s", r->name);
-		break;
-	case ISLE_ENTRY_ISLAND:
-		xstrfmtcat(*out, "IslandName=%s Type=%s", r->name,
-			   r->level ? "nvlink-domain" : "nvlink-node");
-		break;
-	case ISLE_ENTRY_SWITCH:
-		xstrfmtcat(*out, "SwitchName=%s Level=%s", r->name,
-			   sw_level[MIN(r->level, 3)]);
-		if (r->children)
-			xstrfmtcat(*out, " Switches=%s", r->children);
-		break;
-	case ISLE_ENTRY_EVAL:
-		xstrfmtcat(*out, "IsleEval %s\n", r->children);
-		return;
-	default:
-		return;
-	}
-	xstrfmtcat(*out, " Nodes=%s GPUs=%u FreeGPUs=%u\n",
-		   r->nodes ? r->nodes : "", r->gpus, r->free_gpus);
-}
-
-static bool _rec_matches(const struct isle__topo_entry *r, const char *filter)
-{
-	hostset_t *hs;
-	bool match;
-
-	if (!xstrcmp(r->name, filter))
-		return true;
-	if (r->kind == ISLE_ENTRY_SUMMARY || !r->nodes || !r->nodes[0])
-		return false;
-	if (!(hs = hostset_create(r->nodes)))
-		return false;
-	match = hostset_within(hs, filter);
-	hostset_destroy(hs);
-	return match;
-}
-
-/* scontrol show topology [NAME] [unit=NAME]: runs in scontrol. */
-int isle__topoinfo_print(void *topoinfo_ptr, char *nodes_list, const char *unit,
-			 char **out)
-{
-	struct isle__topoinfo *ti = topoinfo_ptr;
-	int matched = 0;
-
-	*out = NULL;
-	for (uint32_t i = 0; ti && i < ti->count; i++) {
-		if (nodes_list && nodes_list[0] &&
-		    !_rec_matches(&ti->recs[i], nodes_list))
-			continue;
-		if (unit && unit[0] && xstrcmp(ti->recs[i].name, unit))
-			continue;
-		_print_rec(&ti->recs[i], out);
-		matched++;
-	}
-	if (!matched && ((nodes_list && nodes_list[0]) || (unit && unit[0])))
-		error("isle topology has no island, rack, switch or node named "
-		      "%s",
-		      (unit && unit[0]) ? unit : nodes_list);
-	return SLURM_SUCCESS;
 }
 
 /*

@@ -44,7 +44,7 @@ log=$ISLE_CLUSTER_DIR/log/slurmctld.log
 # --- 1. plugin loaded, topology shown ---------------------------------------
 grep -q "isle: loaded .*isle.json: 16 nodes" "$log" || fail "cluster file not loaded"
 topo=$(scontrol show topology)
-echo "$topo" | head -4
+sed -n 1,4p <<<"$topo"
 for want in "Topology=isle Cluster=gb200-test" "RackName=rack1 Nodes=n\[01-08\] GPUs=32" \
 	"IslandName=nvl1 Type=nvlink-domain Nodes=n\[01-04\] GPUs=16 FreeGPUs=16" \
 	"SwitchName=leaf2 Level=leaf Nodes=n\[09-16\] GPUs=32" "SwitchName=spine1 Level=spine Switches=leaf\[1-2\]"; do

@@ -51,7 +51,7 @@ echo "ok: scontrol show node n05 -> $(scontrol show node n05 | grep -o 'Topology
 j=$(sbatch --parsable -N2 --gpus-per-node=4 --isle-tp=8 -o /dev/null --wrap "sleep 900")
 isle_pt_wait_state "$j" RUNNING 120 || fail "TP=8 job did not start: $(squeue -h -j "$j" -o %r)"
 before=$("$repo/build/bin/islectl" explain "$j") || fail "islectl explain $j before the restart"
-line=$(echo "$before" | head -1)
+line=${before%%$'\n'*}
 echo "$line" | isle_grep_q "^Job $j: isle: tp=8 pp=1 dp=1 " || fail "explain before restart: $line"
 islands=$(echo "$line" | grep -o 'islands=[^ ]*')
 nodes=$(isle_job_field "$j" NodeList)
@@ -91,10 +91,11 @@ for ((i = 0; i < 120; i++)); do
 	sleep 0.5
 done
 [ -n "$after" ] || fail "islectl explain $j after the restart: no record (not restored from job state)"
-echo "$after" | head -1 | isle_grep_q "^Job $j: isle: tp=8 pp=1 dp=1 .*$islands" ||
-	fail "explain after restart: $(echo "$after" | head -1)"
+first=${after%%$'\n'*}
+echo "$first" | isle_grep_q "^Job $j: isle: tp=8 pp=1 dp=1 .*$islands" ||
+	fail "explain after restart: $first"
 echo "$after" | isle_grep_q "^Candidates:" || fail "restored record lacks candidates"
-echo "ok: after SIGKILL + restart: $(echo "$after" | head -1)"
+echo "ok: after SIGKILL + restart: $first"
 
 scancel "$j"
 isle_cluster_stop

@@ -212,6 +212,12 @@ static void test_record_info(void **state)
 	assert_string_equal(isle_record_outcome_name(ISLE_OUTCOME_DEFAULT),
 			    "default_selection");
 	assert_null(isle_record_outcome_name(ISLE_OUTCOME_COUNT));
+	/* The writer's heads read back as their outcomes. */
+	for (int o = 0; o < ISLE_OUTCOME_OTHER; o++)
+		assert_int_equal(
+		    isle_record_outcome_of(isle_record_outcome_prefix(o)), o);
+	assert_null(isle_record_outcome_prefix(ISLE_OUTCOME_OTHER));
+	assert_null(isle_record_outcome_prefix(-1));
 
 	/* A record without a placement (proto's golden file). */
 	assert_int_equal(isle_record_read(PROTO_GOLDEN_DIR "/record-good.json",

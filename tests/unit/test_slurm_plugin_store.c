@@ -22,25 +22,52 @@
 
 #define NJOBS 10000
 
-/* What the fake scheduler says about each job id. */
+/* What the scheduler says about each job id. */
+enum { GONE, PENDING, STARTED };
 static uint8_t job_state[NJOBS + 2];
 static char dir[] = "/tmp/isle-store-test.XXXXXX";
 
-/* Array task keys (above UINT32_MAX) start as job id key >> 32. */
-static void probe(const uint64_t *keys, const uint8_t *need_gpus, int n,
-		  uint8_t *state, uint32_t *ids, char **gpus, void *arg)
+/*
+ * What isle_decision.c's watcher does with the store's keys: started jobs
+ * are filed, gone ones purged. Array task keys (above UINT32_MAX) start as
+ * job id key >> 32. Job 5 was granted GPUs 4,5 of n01.
+ */
+static void sweep(void)
 {
-	(void)arg;
+	uint64_t *keys;
+	uint8_t *unsaved;
+	int n = isle__store_keys(&keys, &unsaved);
+
+	assert_true(n >= 0);
 	for (int i = 0; i < n; i++) {
 		uint64_t k = keys[i] > UINT32_MAX ? keys[i] >> 32 : keys[i];
+		int state = k <= NJOBS + 1 ? job_state[k] : GONE;
+		char *gpus = NULL;
 
-		state[i] = k <= NJOBS + 1 ? job_state[k] : ISLE_STORE_JOB_GONE;
-		ids[i] = (uint32_t)k;
-		/* Job 5 was granted GPUs 4,5 of n01 by the scheduler. */
-		if (k == 5 && need_gpus[i] &&
-		    state[i] == ISLE_STORE_JOB_STARTED)
-			gpus[i] = strdup("[{\"node\":\"n01\",\"gpus\":[4,5]}]");
+		if (state == GONE) {
+			assert_int_equal(isle__store_purge(keys[i]), 0);
+			continue;
+		}
+		if (state != STARTED)
+			continue;
+		if (k == 5 && unsaved[i])
+			gpus = strdup("[{\"node\":\"n01\",\"gpus\":[4,5]}]");
+		assert_int_equal(
+		    isle__store_started(keys[i], (uint32_t)k, gpus), 0);
 	}
+	free(keys);
+	free(unsaved);
+}
+
+static int entries(void)
+{
+	uint64_t *keys;
+	uint8_t *unsaved;
+	int n = isle__store_keys(&keys, &unsaved);
+
+	free(keys);
+	free(unsaved);
+	return n;
 }
 
 static void quiet(int level, const char *msg)
@@ -81,7 +108,6 @@ static int wait_until(int (*cond)(void *), void *arg)
 
 		if (cond(arg))
 			return 1;
-		isle__store_kick();
 		nanosleep(&ts, NULL);
 	}
 	return cond(arg);
@@ -107,7 +133,6 @@ static char *record(uint32_t id, const char *line)
 
 static void test_store(void **state)
 {
-	struct isle__store_stats s;
 	uint32_t id;
 	int want;
 	char *r;
@@ -116,8 +141,8 @@ static void test_store(void **state)
 	assert_non_null(mkdtemp(dir));
 	rmdir(dir); /* the writer creates it on its first write */
 	for (int i = 0; i <= NJOBS + 1; i++)
-		job_state[i] = ISLE_STORE_JOB_PENDING;
-	assert_int_equal(isle__store_init(dir, probe, NULL, quiet, 50), 0);
+		job_state[i] = PENDING;
+	assert_int_equal(isle__store_init(dir, quiet), 0);
 
 	/* Many evaluations of many pending jobs: memory only. */
 	for (int pass = 0; pass < 3; pass++)
@@ -134,25 +159,23 @@ static void test_store(void **state)
 	r = isle__store_get(77);
 	assert_non_null(r);
 	assert_non_null(strstr(r, "\"job_id\": 77"));
+	assert_non_null(strstr(r, "isle: waiting: x"));
 	free(r);
 	assert_null(isle__store_get(NJOBS + 5));
-	isle__store_get_stats(&s);
-	assert_int_equal(s.entries, NJOBS);
-	assert_int_equal(s.puts, 3 * NJOBS);
-	assert_int_equal(s.writes, 0);
+	assert_int_equal(entries(), NJOBS);
+	sweep();
 	assert_int_equal(files(), 0);
 
 	/* Job 5 starts: its decision is written once. */
 	assert_int_equal(
 	    isle__store_put(5, "isle: tp=8", record(5, "isle: tp=8")), 1);
-	job_state[5] = ISLE_STORE_JOB_STARTED;
+	job_state[5] = STARTED;
+	sweep();
 	id = 5;
 	assert_true(wait_until(c_has, &id));
-	isle__store_kick();
+	sweep();
 	want = 1;
 	assert_true(wait_until(c_files, &want));
-	isle__store_get_stats(&s);
-	assert_int_equal(s.writes, 1);
 	/* The saved record carries what the scheduler granted. */
 	r = isle__store_get(5);
 	assert_non_null(r);
@@ -165,7 +188,8 @@ static void test_store(void **state)
 	assert_int_equal(isle__store_put(7ull << 32 | 1, "isle: tp=2",
 					 record(7, "isle: tp=2")),
 			 1);
-	job_state[7] = ISLE_STORE_JOB_STARTED;
+	job_state[7] = STARTED;
+	sweep();
 	id = 7;
 	assert_true(wait_until(c_has, &id));
 	r = isle__store_get(7);
@@ -175,33 +199,28 @@ static void test_store(void **state)
 	free(r);
 	assert_null(isle__store_get(7ull << 32 | 1));
 
-	/* Started directly through the API (another Slurm's start hook). */
-	assert_int_equal(isle__store_started(6), 0);
+	/* Started under its own key (job 6 is still pending to the sweep). */
+	assert_int_equal(isle__store_started(6, 6, NULL), 0);
 	id = 6;
 	assert_true(wait_until(c_has, &id));
-	assert_int_equal(isle__store_started(NJOBS + 5), -ENOENT);
+	assert_int_equal(isle__store_started(NJOBS + 5, NJOBS + 5, NULL),
+			 -ENOENT);
 
 	/* Slurm purges every job but 5: their records go, and so do the
 	 * files of the purged started jobs. */
 	for (int i = 0; i <= NJOBS + 1; i++)
 		if (i != 5)
-			job_state[i] = ISLE_STORE_JOB_GONE;
+			job_state[i] = GONE;
+	sweep();
 	want = 1;
 	assert_true(wait_until(c_files, &want));
 	assert_true(has_file(5));
-	for (int i = 0; i < 300; i++) {
-		isle__store_get_stats(&s);
-		if (s.entries == 1)
-			break;
-		isle__store_kick();
-		usleep(10000);
-	}
-	assert_int_equal(s.entries, 1);
+	assert_int_equal(entries(), 1);
 	assert_int_equal(isle__store_purge(6), -ENOENT);
 	isle__store_fini();
 
 	/* A restarted controller finds job 5's record again. */
-	assert_int_equal(isle__store_init(dir, probe, NULL, quiet, 50), 0);
+	assert_int_equal(isle__store_init(dir, quiet), 0);
 	r = isle__store_get(5);
 	assert_non_null(r);
 	assert_non_null(strstr(r, "isle: tp=8"));
