@@ -399,7 +399,7 @@ static void describe(struct isle_comm *c)
 			      c->ops->name);
 	for (int l = 0; l < ch->nlev && o < sizeof(c->desc); l++) {
 		const struct isle__level *lv = &ch->lev[l];
-		char codec[48];
+		char codec[ISLE_CODEC_SPEC_MAX + 1];
 
 		isle_codec_format(&lv->codec, codec, sizeof(codec));
 		o += (size_t)snprintf(
