@@ -36,6 +36,15 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 #define ISLE_INT8_Q_NAN (-128)
 
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
+/*
+ * Top-k encode of x with c->momentum (host memory): mom (n, zero at first
+ * use) becomes c->momentum * mom + x, the error-feedback residual res (n)
+ * accumulates it, dst = topk(res), and res and mom are zero where dst
+ * holds a value. 0 or a negative errno (-EINVAL: not topk, no buffers).
+ */
+int isle__topk_mom_encode(const struct isle_codec_ops *ops,
+			  const struct isle_codec *c, const float *x, size_t n,
+			  void *dst, float *res, float *mom);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
 
