@@ -106,9 +106,10 @@ expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
 	exact --sizes 67108864 --dtype float
 
 # --- the crossover probe runs at a communicator's first allreduce of
-# 256 B..1 MiB, once, and never where no call has such a size.
+# 256 B..1 MiB, once, and never where no call has such a size; unbounded
+# (ISLE_COMM_PROBE_SHARE=0) for these two.
 probe_lines() { grep -c '^isle_comm: 8 ranks: crossover probed' "$T/out"; }
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,32,2097152 \
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,32,2097152 \
 	--dtype float && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
 	echo "ok   no crossover probe without a call of 256 B..1 MiB (1, 32, 2^21 floats)"
 else
@@ -116,12 +117,38 @@ else
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
 	fails=$((fails + 1))
 fi
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,4099,65537,1048577 \
 	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] &&
 	grep -q '^isle_comm: 8 ranks: crossover probed at the first allreduce of 16396 bytes' "$T/out"; then
 	echo "ok   one crossover probe, at the first call of 256 B..1 MiB: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
 else
 	echo "FAIL crossover probe at the first mid-size call ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	fails=$((fails + 1))
+fi
+# --- bounded (default 1%): the same calls carry far less than 100 times
+# the probe's payload, so no probe; with a 50% share, 100 calls of 256 KiB
+# earn it, at a later call, its payload at most half of what was carried.
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
+	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
+	echo "ok   no crossover probe within 1% of what the calls carried"
+else
+	echo "FAIL crossover probe beyond 1% of what the calls carried ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	fails=$((fails + 1))
+fi
+line=""
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0.5 -- exact --sizes 65536 \
+	--dtype float --iters 100 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ]; then
+	line=$(grep -m1 'crossover probed' "$T/out")
+fi
+carried=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\1/p' <<<"$line")
+cost=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\2/p' <<<"$line")
+if [ -n "$carried" ] && [ -n "$cost" ] && [ "$cost" -gt 0 ] && [ $((2 * cost)) -le "$carried" ] &&
+	[ $((2 * cost)) -gt $((carried - 262144)) ]; then
+	echo "ok   probe at 50%: at the first call where it is at most half of what was carried: ${line#isle_comm: }"
+else
+	echo "FAIL probe at 50% (carried '$carried', probe '$cost'): $line"
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
 	fails=$((fails + 1))
 fi
