@@ -78,6 +78,7 @@ expect_pass() { # what NP ENV... -- ARGS
 plan p7 "3:l0 2:l0 2:l1" none none     # unequal ranks per node, 3 levels
 plan p16 "5:l0 3:l0 4:l1 4:l1" none none
 plan p8 "4:l0 4:l0" none -
+plan p4one "4:l0" none - # one node: the top level's groups are single ranks
 SIZES=1,2,3,7,64,1000,4099,65537,1048577
 
 # --- exactness (codec none)
@@ -188,6 +189,25 @@ else
 	echo "FAIL convergence"
 	fails=$((fails + 1))
 fi
+
+# --- momentum correction (mom=0.9) takes effect, across nodes and in groups
+# of one: plain SGD at lr 0.1 with the shim's momentum trains as heavy-ball
+# momentum, so it must end clearly below top-k without it at the same lr.
+train_lr() { # NP PLAN CODEC LR -> final loss
+	run "$1" ISLE_PLAN="$T/$2.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC="$3" -- \
+		train --steps 400 --dim 64 --classes 16 --samples 100 --lr "$4" &&
+		sed -n 's/^final_loss //p' "$T/out"
+}
+for pc in 8:p8 4:p4one; do
+	np=${pc%%:*} pl=${pc#*:}
+	l_plain=$(train_lr "$np" "$pl" topk:0.01 0.1) l_mom=$(train_lr "$np" "$pl" topk:0.01,mom=0.9 0.1)
+	if awk -v a="$l_plain" -v m="$l_mom" 'BEGIN { exit !(a != "" && m != "" && m + 0 == m && m < 0.9 * a) }'; then
+		echo "ok   momentum correction on $pl: lr 0.1 final loss $l_mom with mom=0.9, $l_plain without"
+	else
+		echo "FAIL momentum correction on $pl: final loss '$l_mom' with mom=0.9, '$l_plain' without (want < 0.9x)"
+		fails=$((fails + 1))
+	fi
+done
 
 # --- failure (the shim's own algorithm: auto hands small messages to MPI,
 # whose allreduce has no deadline)
