@@ -815,7 +815,11 @@ static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 	}
 	if (l < ch->nlev - 1 && (nseg = hier_segments(ch, l, n, dt)) > 1)
 		return hier_pipe(ch, l, buf, n, dt, key, nseg);
-	if (lv->size > 1 && (rc = level_rs(ch, lv, buf, n, dt, c, key, l)))
+	/* Momentum correction applies in a group of one too (a2a_rs then only
+	 * passes the own chunk through it), or such groups would train
+	 * without momentum. */
+	if ((lv->size > 1 || c->momentum > 0) &&
+	    (rc = level_rs(ch, lv, buf, n, dt, c, key, l)))
 		return rc;
 	if (l < ch->nlev - 1 && lv->rank < lv->nshards) {
 		chunk(lv, n, lv->rank, &off, &len);
