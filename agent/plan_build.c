@@ -58,9 +58,8 @@ int isle__codec_policy_parse(struct isle__codec_policy *p, const char *s,
 		char *eq = strchr(item, '=');
 		int tier;
 
-		if (!eq && codec &&
-		    (!strcmp(item, "ef") || !strcmp(item, "noef"))) {
-			/* "spine=topk:0.01,noef": the suffix of the last. */
+		if (codec && isle_codec_is_flag(item)) {
+			/* "spine=topk:0.01,mom=0.9": a flag of the last. */
 			size_t len = strlen(codec);
 
 			snprintf(codec + len, ISLE_PLAN_CODEC_LEN - len, ",%s",

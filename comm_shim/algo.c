@@ -201,3 +201,19 @@ isle_algo isle_algo_choose(const struct isle_algo_level *lv, int nlevels,
 		*cost_us = best_us;
 	return best;
 }
+
+uint64_t isle__probe_cost(unsigned mask)
+{
+	uint64_t cost = 0;
+
+	for (int k = 0; k < ISLE__CAL_N; k++)
+		if (mask & (1u << k))
+			cost += 2 * (ISLE__CAL_REPS + 1) *
+				((uint64_t)ISLE__CAL_MIN << (2 * k));
+	return cost;
+}
+
+int isle__probe_due(uint64_t carried, uint64_t cost, double share)
+{
+	return share <= 0 || (double)cost <= share * (double)carried;
+}

@@ -20,6 +20,38 @@ size_t isle__topk_k(const struct isle_codec *c, size_t n)
 	return k < n ? k : n;
 }
 
+/*
+ * Momentum correction with factor masking (Deep Gradient Compression, Lin
+ * et al., ICLR 2018): the residual accumulates the locally kept momentum
+ * u = m*u + x rather than x, and both forget the coordinates sent. With
+ * the momentum in the optimizer instead, every burst the residual hands
+ * back late is amplified again by the momentum of the steps after it.
+ */
+int isle__topk_mom_encode(const struct isle_codec_ops *ops,
+			  const struct isle_codec *c, const float *x, size_t n,
+			  void *dst, float *res, float *mom)
+{
+	const uint32_t *hdr = dst, *idx = hdr + 2;
+	float m = (float)c->momentum;
+	int rc;
+
+	if (c->kind != ISLE_CODEC_TOPK || !res || !mom)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		mom[i] = m * mom[i] + x[i];
+	rc = ops->encode(c, mom, n, dst, res, NULL);
+	if (rc || !n)
+		return rc;
+	/* Non-finite: the residual was dropped, so is the momentum. */
+	if (hdr[0] & ISLE_TOPK_NONFINITE) {
+		memset(mom, 0, n * sizeof(*mom));
+		return 0;
+	}
+	for (size_t i = 0; i < hdr[0]; i++)
+		mom[idx[i]] = 0;
+	return 0;
+}
+
 size_t isle_codec_encoded_size(const struct isle_codec *c, size_t n)
 {
 	switch (c->kind) {

@@ -23,7 +23,8 @@
 #include "comm_priv.h"
 
 enum { SCR_SEND, SCR_RECV, SCR_ENC, SCR_OFF };
-enum { STAGE_CONTRIB = 0, STAGE_SHARD = 1 };
+/* Residual buffers of a level: lvl * NSTAGES + stage. */
+enum { STAGE_CONTRIB = 0, STAGE_SHARD = 1, STAGE_MOM = 2, NSTAGES = 3 };
 
 static size_t esize(isle_dtype dt)
 {
@@ -58,7 +59,9 @@ static float *resid(struct isle__chan *ch, const struct isle_codec *c,
 	*rc = 0;
 	if (!c->error_feedback || c->kind == ISLE_CODEC_NONE || !n)
 		return NULL;
-	r = isle__residual(ch, key, lvl * 2 + stage, n);
+	if (stage == STAGE_MOM && !(c->momentum > 0))
+		return NULL;
+	r = isle__residual(ch, key, lvl * NSTAGES + stage, n);
 	if (!r)
 		*rc = -ENOMEM;
 	return r;
@@ -123,13 +126,41 @@ static int ring_rs(struct isle__chan *ch, const struct isle__level *lv,
 	return 0;
 }
 
+/* A contribution's encode: with momentum correction where mom is set. */
+static int enc_contrib(const struct isle_codec_ops *ops,
+		       const struct isle_codec *c, const float *x, size_t n,
+		       void *dst, float *res, float *mom)
+{
+	if (mom)
+		return isle__topk_mom_encode(ops, c, x, n, dst, res, mom);
+	return ops->encode(c, x, n, dst, res, NULL);
+}
+
+/*
+ * With momentum correction the owner's own chunk goes through the same
+ * compressor as the chunks it receives (encoded into its own, otherwise
+ * unused, send slot and decoded back): every rank's contribution to every
+ * element then follows one momentum rule.
+ */
+static int own_mom(const struct isle_codec_ops *ops, const struct isle_codec *c,
+		   float *x, size_t n, void *slot, float *res, float *mom)
+{
+	int rc;
+
+	if (!mom || !n)
+		return 0;
+	rc = isle__topk_mom_encode(ops, c, x, n, slot, res, mom);
+	return rc ? rc : ops->decode(c, slot, n, x, NULL);
+}
+
 /*
  * All-to-all reduce-scatter for int8/topk: every rank encodes chunk q (with
  * its error-feedback residual) and sends it to q; the owner adds the decoded
- * chunks in fp32 to its own, uncompressed, contribution.
+ * chunks in fp32 to its own, uncompressed (see own_mom), contribution.
  */
 static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
-		  float *buf, size_t n, const struct isle_codec *c, float *res)
+		  float *buf, size_t n, const struct isle_codec *c, float *res,
+		  float *mom)
 {
 	const struct isle_codec_ops *ops = ch->owner->ops;
 	int p = lv->size, r = lv->rank, nreq = 0, rc;
@@ -158,8 +189,9 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 		chunk(lv, n, q, &off, &len);
 		if (!len)
 			continue;
-		rc = ops->encode(c, buf + off, len, sbuf + (size_t)q * maxenc,
-				 res ? res + off : NULL, NULL);
+		rc = enc_contrib(
+		    ops, c, buf + off, len, sbuf + (size_t)q * maxenc,
+		    res ? res + off : NULL, mom ? mom + off : NULL);
 		if (rc)
 			return rc;
 		if (PMPI_Isend(sbuf + (size_t)q * maxenc,
@@ -167,7 +199,8 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 			       q, ISLE__TAG, lv->comm,
 			       &reqs[nreq]) != MPI_SUCCESS)
 			return -EIO;
-		isle__stat_send(ch, lv->comm, q, isle_codec_encoded_size(c, len));
+		isle__stat_send(ch, lv->comm, q,
+				isle_codec_encoded_size(c, len));
 		peers[nreq++] = q;
 	}
 	/* Every send is posted: now the receives, sizes checked. */
@@ -179,6 +212,12 @@ static int a2a_rs(struct isle__chan *ch, const struct isle__level *lv,
 					   &reqs[nreq])))
 			return rc;
 		peers[nreq++] = q;
+	}
+	if (mom &&
+	    (rc = own_mom(ops, c, buf + myoff, mylen, sbuf + (size_t)r * maxenc,
+			  res + myoff, mom + myoff))) {
+		(void)isle__waitall(ch, lv->comm, nreq, reqs, peers);
+		return rc;
 	}
 	if ((rc = isle__waitall(ch, lv->comm, nreq, reqs, peers)))
 		return rc;
@@ -311,13 +350,15 @@ static int level_rs(struct isle__chan *ch, const struct isle__level *lv,
 		    void *buf, size_t n, isle_dtype dt,
 		    const struct isle_codec *c, uint64_t key, int lvl)
 {
-	float *res;
+	float *res, *mom = NULL;
 	int rc;
 
 	if (isle_codec_summable(c))
 		return ring_rs(ch, lv, buf, n, dt, c);
 	res = resid(ch, c, key, lvl, STAGE_CONTRIB, n, &rc);
-	return rc ? rc : a2a_rs(ch, lv, buf, n, c, res);
+	if (!rc && res)
+		mom = resid(ch, c, key, lvl, STAGE_MOM, n, &rc);
+	return rc ? rc : a2a_rs(ch, lv, buf, n, c, res, mom);
 }
 
 static int level_ag(struct isle__chan *ch, const struct isle__level *lv,
@@ -365,6 +406,7 @@ struct topop {
 	size_t n;
 	isle_dtype dt;
 	float *res_c, *res_s; /* error feedback (a2a), or NULL */
+	float *mom;	      /* momentum correction (a2a), or NULL */
 	int mode, phase, k, tag, slot, nreq, live;
 	MPI_Request *req;
 	MPI_Status *st;
@@ -441,9 +483,10 @@ static int top_step(struct topop *t)
 
 			chunk(t->lv, t->n, q, &soff, &slen);
 			if (slen &&
-			    (rc = ops->encode(
-				 t->c, (float *)t->buf + soff, slen, out,
-				 t->res_c ? t->res_c + soff : NULL, NULL)))
+			    (rc = enc_contrib(ops, t->c, (float *)t->buf + soff,
+					      slen, out,
+					      t->res_c ? t->res_c + soff : NULL,
+					      t->mom ? t->mom + soff : NULL)))
 				return rc;
 			if ((rc = top_post(t, out, top_enc(t, slen), q, NULL, 0,
 					   0)))
@@ -457,7 +500,11 @@ static int top_step(struct topop *t)
 					   q)))
 				return rc;
 		}
-		return 0;
+		/* Only encoded copies are in flight: the own chunk is free. */
+		return t->mom ? own_mom(ops, t->c, (float *)t->buf + roff, rlen,
+					t->sbuf + (size_t)r * maxenc,
+					t->res_c + roff, t->mom + roff)
+			      : 0;
 	}
 	/* Allgather step k. */
 	if (t->c->kind == ISLE_CODEC_NONE) {
@@ -570,7 +617,7 @@ static int top_progress(struct topop *t, int block)
 static int top_start(struct topop *t, struct isle__chan *ch,
 		     const struct isle__level *lv, const struct isle_codec *c,
 		     char *buf, size_t n, isle_dtype dt, float *res_c,
-		     float *res_s, int slot)
+		     float *res_s, float *mom, int slot)
 {
 	int p = lv->size, rc;
 	size_t es = esize(dt), off, len, maxlen, rbytes, sbytes = 0, encb = 0;
@@ -584,6 +631,7 @@ static int top_start(struct topop *t, struct isle__chan *ch,
 			    .dt = dt,
 			    .res_c = res_c,
 			    .res_s = res_s,
+			    .mom = mom,
 			    .tag = ISLE__TAG + 1 + slot,
 			    .slot = TOP_SLOT(slot)};
 	isle__shard(n, lv->nshards, 0, &off, &maxlen);
@@ -674,7 +722,7 @@ static int hier_pipe(struct isle__chan *ch, int l, char *buf, size_t n,
 	struct topop ops[2];
 	size_t es = esize(dt), roff_c = 0, roff_s = 0, tot_c = 0, tot_s = 0;
 	size_t soff, slen, off, len, toff, tlen;
-	float *res_c = NULL, *res_s = NULL;
+	float *res_c = NULL, *res_s = NULL, *mom = NULL;
 	int mine = lv->rank < lv->nshards, rc = 0;
 
 	ops[0].live = ops[1].live = 0;
@@ -690,10 +738,15 @@ static int hier_pipe(struct isle__chan *ch, int l, char *buf, size_t n,
 		}
 		if (tot_c &&
 		    !(res_c = isle__residual(
-			  ch, key, (l + 1) * 2 + STAGE_CONTRIB, tot_c)))
+			  ch, key, (l + 1) * NSTAGES + STAGE_CONTRIB, tot_c)))
 			return -ENOMEM;
-		if (tot_s && !(res_s = isle__residual(
-				   ch, key, (l + 1) * 2 + STAGE_SHARD, tot_s)))
+		if (tot_s &&
+		    !(res_s = isle__residual(
+			  ch, key, (l + 1) * NSTAGES + STAGE_SHARD, tot_s)))
+			return -ENOMEM;
+		if (tot_c && tc->momentum > 0 &&
+		    !(mom = isle__residual(
+			  ch, key, (l + 1) * NSTAGES + STAGE_MOM, tot_c)))
 			return -ENOMEM;
 	}
 	for (size_t s = 0; s <= nseg; s++) {
@@ -710,11 +763,11 @@ static int hier_pipe(struct isle__chan *ch, int l, char *buf, size_t n,
 			chunk(lv, slen, lv->rank, &off, &len);
 			if (mine && len && tv->size > 1) {
 				chunk(tv, len, tv->rank, &toff, &tlen);
-				rc = top_start(t, ch, tv, tc,
-					       buf + (soff + off) * es, len, dt,
-					       res_c ? res_c + roff_c : NULL,
-					       res_s ? res_s + roff_s : NULL,
-					       (int)(s & 1));
+				rc = top_start(
+				    t, ch, tv, tc, buf + (soff + off) * es, len,
+				    dt, res_c ? res_c + roff_c : NULL,
+				    res_s ? res_s + roff_s : NULL,
+				    mom ? mom + roff_c : NULL, (int)(s & 1));
 				roff_c += len;
 				roff_s += tlen;
 			} else if (mine && len) { /* group of one: no wire */
@@ -762,7 +815,11 @@ static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 	}
 	if (l < ch->nlev - 1 && (nseg = hier_segments(ch, l, n, dt)) > 1)
 		return hier_pipe(ch, l, buf, n, dt, key, nseg);
-	if (lv->size > 1 && (rc = level_rs(ch, lv, buf, n, dt, c, key, l)))
+	/* Momentum correction applies in a group of one too (a2a_rs then only
+	 * passes the own chunk through it), or such groups would train
+	 * without momentum. */
+	if ((lv->size > 1 || c->momentum > 0) &&
+	    (rc = level_rs(ch, lv, buf, n, dt, c, key, l)))
 		return rc;
 	if (l < ch->nlev - 1 && lv->rank < lv->nshards) {
 		chunk(lv, n, lv->rank, &off, &len);

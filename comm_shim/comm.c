@@ -399,7 +399,7 @@ static void describe(struct isle_comm *c)
 			      c->ops->name);
 	for (int l = 0; l < ch->nlev && o < sizeof(c->desc); l++) {
 		const struct isle__level *lv = &ch->lev[l];
-		char codec[48];
+		char codec[ISLE_CODEC_SPEC_MAX + 1];
 
 		isle_codec_format(&lv->codec, codec, sizeof(codec));
 		o += (size_t)snprintf(
@@ -430,13 +430,17 @@ static void describe(struct isle_comm *c)
  * carries such sizes (a job's world with its small reductions, a 64 MiB
  * gradient) never pays its traffic. It stops at 1 MiB: each step up
  * quadruples its traffic (about 11 MB per rank to 1 MiB, 45 MB to 4 MiB),
- * which a short job's communicators do not earn back.
+ * which a short job's communicators do not earn back. And it waits until
+ * the communicator has carried 1 / ISLE_COMM_PROBE_SHARE times its payload
+ * (isle__probe_due; blocking calls above small_pass, which every rank
+ * counts alike): a job that moves little never pays it, and no job pays
+ * more than that share. Until then the model decides alone.
  */
-#define CAL_MIN 256u
-#define CAL_MAX (1u << 20)
-#define CAL_REPS 3
+#define CAL_MIN ISLE__CAL_MIN
+#define CAL_N ISLE__CAL_N /* 256 B .. 1 MiB, x4 */
+#define CAL_MAX (CAL_MIN << (2 * (CAL_N - 1)))
+#define CAL_REPS ISLE__CAL_REPS
 #define SMALL_PASS_MAX (64u << 10)
-#define CAL_N 7 /* 256 B .. 1 MiB, x4 */
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -592,6 +596,11 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 	}
 	if (c->sync.size < 2)
 		c->small_pass = 0;
+	/* The sizes calibrate() will probe: those the model gives the shim. */
+	for (int k = 0; k < CAL_N; k++)
+		if (isle__choose_pm(c, (CAL_MIN << (2 * k)) / 4, ISLE_DTYPE_F32,
+				    0) != ISLE_ALGO_PASSTHROUGH)
+			c->cal_cost += isle__probe_cost(1u << k);
 	describe(c);
 	if (c->cfg.async)
 		isle__async_start(c); /* stays NULL without THREAD_MULTIPLE */
@@ -671,8 +680,11 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 	/* Not at sizes small_pass hands over: the interposer's short path
 	 * skips this function for them on some calls, and all ranks must
 	 * enter the probe at the same call. */
+	if (count * es > c->small_pass)
+		c->carried += count * es;
 	if (c->cal_pending && count * es >= CAL_MIN && count * es <= CAL_MAX &&
-	    count * es > c->small_pass) {
+	    count * es > c->small_pass &&
+	    isle__probe_due(c->carried, c->cal_cost, c->cfg.probe_share)) {
 		int rc;
 
 		c->cal_pending = 0;
@@ -681,10 +693,13 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 		describe(c);
 		if (c->cfg.verbose && c->sync.rank == 0)
 			fprintf(stderr,
-				"isle_comm: %d ranks: crossover probed at the "
-				"first allreduce of %zu bytes: MPI's own up to "
-				"%zu bytes\n",
-				c->sync.size, count * es, c->pass_max);
+				"isle_comm: %d ranks: crossover probed at %s "
+				"allreduce of %zu bytes (%llu bytes carried, "
+				"probe %llu): MPI's own up to %zu bytes\n",
+				c->sync.size,
+				c->carried == count * es ? "the first" : "an",
+				count * es, (unsigned long long)c->carried,
+				(unsigned long long)c->cal_cost, c->pass_max);
 	}
 	algo = isle__choose(c, count, dtype);
 	isle__stat_call(count * es, algo != ISLE_ALGO_PASSTHROUGH);

@@ -25,6 +25,27 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 	*len = base + (uq < rem ? 1 : 0);
 }
 
+/*
+ * The crossover probe (comm.c): sizes ISLE__CAL_MIN << 2k for k <
+ * ISLE__CAL_N (256 B .. 1 MiB), each run ISLE__CAL_REPS + 1 times (one
+ * warm-up) by the library and by the shim.
+ */
+#define ISLE__CAL_MIN 256u
+#define ISLE__CAL_N 7
+#define ISLE__CAL_REPS 3
+
+/* Payload bytes (per rank) the probe of the sizes in mask (bit k: size
+ * ISLE__CAL_MIN << 2k) moves, both libraries' runs. */
+uint64_t isle__probe_cost(unsigned mask);
+
+/*
+ * 1 if a probe of cost payload bytes may run on a communicator whose
+ * blocking allreduces have carried `carried` payload bytes: cost <= share *
+ * carried (share <= 0: always). The probe so stays within share of what
+ * the communicator moved before it, and of what the job moves in all.
+ */
+int isle__probe_due(uint64_t carried, uint64_t cost, double share);
+
 /* Codec internals (codec_cpu.c, codec_cuda.cu). */
 
 /* top-k header count flag: at least k non-finite values (see isle_comm.h). */
@@ -36,6 +57,15 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 #define ISLE_INT8_Q_NAN (-128)
 
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
+/*
+ * Top-k encode of x with c->momentum (host memory): mom (n, zero at first
+ * use) becomes c->momentum * mom + x, the error-feedback residual res (n)
+ * accumulates it, dst = topk(res), and res and mom are zero where dst
+ * holds a value. 0 or a negative errno (-EINVAL: not topk, no buffers).
+ */
+int isle__topk_mom_encode(const struct isle_codec_ops *ops,
+			  const struct isle_codec *c, const float *x, size_t n,
+			  void *dst, float *res, float *mom);
 void isle__cpu_add_f32(float *dst, const float *src, size_t n);
 void isle__cpu_add_f64(double *dst, const double *src, size_t n);
 
@@ -94,7 +124,10 @@ struct isle_comm {
 	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
 	int plans_differ; /* ranks loaded different plans: passthrough */
 	size_t pass_max;  /* auto: calibrated, up to this many bytes pass */
-	int cal_pending;  /* the probe waits for the first mid-size call */
+	int cal_pending;  /* the probe waits for a mid-size call ... */
+	/* ... and for the payload of the blocking allreduces above small_pass
+	 * (carried) to reach cal_cost / cfg.probe_share (isle__probe_due). */
+	uint64_t carried, cal_cost;
 	/* Calls of up to this many bytes (either type) always go to the
 	 * library: the interposer hands them over at once (small_pass). */
 	size_t small_pass;

@@ -78,6 +78,7 @@ void isle_comm_config_default(struct isle_comm_config *cfg)
 	cfg->cycle_ms = 2;
 	cfg->min_bytes = 0;
 	cfg->calibrate = 1;
+	cfg->probe_share = 0.01;
 	cfg->async = 1;
 }
 
@@ -136,6 +137,12 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	if ((rc = isle__env_double("ISLE_COMM_CALIBRATE", &v, err, errlen)))
 		return rc;
 	cfg->calibrate = v != 0;
+	if ((rc = isle__env_double("ISLE_COMM_PROBE_SHARE", &cfg->probe_share,
+				   err, errlen)))
+		return rc;
+	if (!(cfg->probe_share >= 0 && cfg->probe_share <= 1))
+		return isle__errf(-EINVAL, err, errlen,
+				  "ISLE_COMM_PROBE_SHARE must be in [0, 1]");
 	z = 0;
 	if ((rc = env_size("ISLE_COMM_VERBOSE", &z, err, errlen)))
 		return rc;

@@ -201,6 +201,9 @@ struct isle_comm_config {
 	/* ISLE_COMM_SEGMENT_BYTES: pipeline segment of the hierarchy's last
 	 * two levels, 0 = auto (16 segments of 256 KiB .. 8 MiB) */
 	size_t segment_bytes;
+	/* ISLE_COMM_PROBE_SHARE: the probe waits until its payload is at most
+	 * this share of what the communicator carried; 0 = no wait */
+	double probe_share;
 };
 
 ISLE_COMM_API void isle_comm_config_default(struct isle_comm_config *cfg);

@@ -147,6 +147,12 @@ static void cfg_load(void)
 {
 	isle_comm_config_default(&cfg);
 	cfg_rc = isle_comm_config_from_env(&cfg, cfg_err, sizeof(cfg_err));
+	if (!cfg_rc && cfg.have_codec_override &&
+	    cfg.codec_override.momentum > 0)
+		cfg_rc = isle__errf(-ENOTSUP, cfg_err, sizeof(cfg_err),
+				    "ISLE_COMM_CODEC: mom (momentum "
+				    "correction) is not supported on the NCCL "
+				    "path; use topk without mom=");
 	if (!cfg_rc && cfg.plan_path[0])
 		cfg_rc = isle_plan_read(cfg.plan_path, &cfg_plan, cfg_err,
 					sizeof(cfg_err));
@@ -196,6 +202,8 @@ static ncclResult_t from_errno(int rc)
 		return ncclSuccess;
 	case -EINVAL:
 		return ncclInvalidArgument;
+	case -ENOTSUP:
+		return ncclInvalidUsage;
 	case -ENOMEM:
 	case -EIO:
 		return ncclUnhandledCudaError;
@@ -335,6 +343,18 @@ static int set_levels(struct hier *h, const uint64_t *keys)
 						hi->lat_us, hi->codec};
 	h->codec = cfg.have_codec_override ? cfg.codec_override : hi->codec;
 	h->levels[1].codec = h->codec;
+	/* The CUDA path keeps no momentum buffers: refused, never dropped. */
+	if (h->codec.momentum > 0) {
+		char spec[ISLE_CODEC_SPEC_MAX + 1];
+
+		isle_codec_format(&h->codec, spec, sizeof(spec));
+		fprintf(stderr,
+			"isle_nccl: codec '%s': mom (momentum correction) is "
+			"not supported on the NCCL path; use topk without "
+			"mom=\n",
+			spec);
+		rc = -ENOTSUP;
+	}
 out:
 	isle_plan_destroy(own);
 	free(names);

@@ -24,19 +24,63 @@ const char *isle_codec_kind_name(isle_codec_kind k)
 	return (unsigned)k < ISLE_CODEC_COUNT ? kind_names[k] : "?";
 }
 
+int isle_codec_is_flag(const char *item)
+{
+	return item && (!strcasecmp(item, "ef") || !strcasecmp(item, "noef") ||
+			!strncasecmp(item, "mom=", 4));
+}
+
+/* One flag after the codec's name: ef, noef or mom=M. */
+static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
+		      int *noef, char *err, size_t errlen)
+{
+	char *end;
+	double m;
+
+	if (!strcasecmp(flag, "ef")) {
+		c->error_feedback = 1;
+		*noef = 0;
+		return 0;
+	}
+	if (!strcasecmp(flag, "noef")) {
+		c->error_feedback = 0;
+		*noef = 1;
+		return 0;
+	}
+	if (strncasecmp(flag, "mom=", 4))
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': flag '%s' must be ef, noef or "
+			    "mom=M (topk)",
+			    spec, flag);
+	if (c->kind != ISLE_CODEC_TOPK)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mom (momentum correction) is for "
+			    "topk only",
+			    spec);
+	m = strtod(flag + 4, &end);
+	/* !(m >= 0) also refuses NaN. */
+	if (!flag[4] || *end || !(m >= 0 && m < 1))
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mom must be in [0, 1), e.g. "
+			    "mom=0.9",
+			    spec);
+	c->momentum = m;
+	return 0;
+}
+
 int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		     size_t errlen)
 {
-	char buf[ISLE_CODEC_SPEC_MAX + 1], *param, *flag, *end;
-	int kind = -1;
+	char buf[ISLE_CODEC_SPEC_MAX + 1], *param, *flags, *flag, *next, *end;
+	int kind = -1, noef = 0, rc;
 
 	if (!spec || strlen(spec) >= sizeof(buf))
 		return errf(-EINVAL, err, errlen, "bad codec spec '%s'",
 			    spec ? spec : "(null)");
 	strcpy(buf, spec);
-	flag = strchr(buf, ',');
-	if (flag)
-		*flag++ = '\0';
+	flags = strchr(buf, ',');
+	if (flags)
+		*flags++ = '\0';
 	param = strchr(buf, ':');
 	if (param)
 		*param++ = '\0';
@@ -78,17 +122,22 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 			    kind_names[kind]);
 	}
 
-	if (flag) {
-		if (!strcasecmp(flag, "ef"))
-			c->error_feedback = 1;
-		else if (!strcasecmp(flag, "noef"))
-			c->error_feedback = 0;
-		else
+	for (flag = flags; flag; flag = next) {
+		next = strchr(flag, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*flag)
 			return errf(-EINVAL, err, errlen,
-				    "codec '%s': flag must be ef or "
-				    "noef",
-				    spec);
+				    "codec '%s': empty flag", spec);
+		if ((rc = parse_flag(spec, flag, c, &noef, err, errlen)))
+			return rc;
 	}
+	/* Momentum lives in the residual: without one it would be lost. */
+	if (c->momentum > 0 && noef)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mom needs error feedback "
+			    "(drop noef)",
+			    spec);
 	return 0;
 }
 
@@ -119,6 +168,12 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 		return snprintf(buf, len, "int8:%u%s", c->block, ef);
 	case ISLE_CODEC_TOPK:
 		isle_fmt_double(r, sizeof(r), c->ratio);
+		if (c->momentum > 0) {
+			char m[40];
+
+			isle_fmt_double(m, sizeof(m), c->momentum);
+			return snprintf(buf, len, "topk:%s%s,mom=%s", r, ef, m);
+		}
 		return snprintf(buf, len, "topk:%s%s", r, ef);
 	default:
 		return snprintf(buf, len, "%s%s", isle_codec_kind_name(c->kind),

@@ -5,7 +5,7 @@
  *   plan.json       struct isle_plan: isle_plan_write (isle-agent plan),
  *                   isle_plan_read / isle_plan_parse (comm_shim);
  *                   docs/plan.md
- *   codec specs     "int8:256", "topk:0.01,noef": isle_codec_format,
+ *   codec specs     "int8:256", "topk:0.01,mom=0.9": isle_codec_format,
  *                   isle_codec_parse (plan files, --isle-compress,
  *                   ISLE_COMM_CODEC, the agent's codec policy)
  *   job options     --isle-* on sbatch/srun/salloc, carried to slurmctld and
@@ -81,26 +81,35 @@ typedef enum isle_codec_kind {
 /*
  * A codec with its parameters. Spec strings:
  *   "none" | "fp16" | "bf16" | "int8[:BLOCK]" | "topk:RATIO"
- * optionally followed by ",ef" or ",noef" to force error feedback on/off
- * (default: on for topk, off otherwise). BLOCK is 8..65536 (a multiple of
- * 8), RATIO is in (0, 1]. Names and flags are case-insensitive.
+ * optionally followed by comma-separated flags: "ef" or "noef" to force
+ * error feedback on/off (default: on for topk, off otherwise), and for topk
+ * "mom=M", momentum correction with factor M in [0, 1) (Deep Gradient
+ * Compression, Lin et al., ICLR 2018; needs error feedback; 0: off). BLOCK
+ * is 8..65536 (a multiple of 8), RATIO is in (0, 1]. Names and flags are
+ * case-insensitive. The canonical form: "topk:0.01,mom=0.9", "int8:256,ef".
  */
 struct isle_codec {
 	isle_codec_kind kind;
 	uint32_t block;	    /* int8: elements per scale block */
 	double ratio;	    /* topk: fraction of elements kept */
 	int error_feedback; /* keep a residual per buffer key */
+	double momentum;    /* topk: DGC momentum factor, 0 = none */
 };
 
 ISLE_EXPORT int isle_codec_parse(const char *spec, struct isle_codec *c,
 				 char *err, size_t errlen);
 
-/* Canonical spec ("int8:256", "topk:0.01,noef") into buf; returns the
+/* Canonical spec ("int8:256", "topk:0.01,mom=0.9") into buf; returns the
  * length snprintf would have written. Parsing it gives c back. */
 ISLE_EXPORT int isle_codec_format(const struct isle_codec *c, char *buf,
 				  size_t len);
 
 ISLE_EXPORT const char *isle_codec_kind_name(isle_codec_kind k);
+
+/* 1 if item is one of the flags that follow a codec after a comma ("ef",
+ * "noef", "mom=..."), for lists that split specs at commas; its value is
+ * left to isle_codec_parse. */
+ISLE_EXPORT int isle_codec_is_flag(const char *item);
 
 /* Shortest "%.*g" of v that reads back as v exactly; length as snprintf. */
 ISLE_EXPORT int isle_fmt_double(char *buf, size_t len, double v);

@@ -32,11 +32,13 @@ static const struct isle_job_opt_desc opts[ISLE_OPT_COUNT] = {
 		       "isle: loosest network tier the whole job may span",
 		       "island, node, leaf or spine"},
     [ISLE_OPT_COMPRESS] = {"isle-compress", "ISLE_COMPRESS",
-			   "none|fp16|bf16|int8[:BLOCK]|topk:RATIO[,ef|,noef]",
+			   "none|fp16|bf16|int8[:BLOCK]|topk:RATIO[,ef|,noef]"
+			   "[,mom=M]",
 			   "isle: gradient compression on the slow tiers (via "
 			   "the isle shim)",
 			   "none, fp16, bf16, int8[:BLOCK] or topk:RATIO with "
-			   "0 < RATIO <= 1, optionally with ,ef or ,noef"},
+			   "0 < RATIO <= 1, optionally with ,ef or ,noef; "
+			   "topk also ,mom=M with 0 <= M < 1"},
     [ISLE_OPT_SHIM] = {"isle-shim", "ISLE_SHIM", "auto|off",
 		       "isle: load the isle communication shim into the job's "
 		       "tasks",
@@ -113,9 +115,16 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 					 : ISLE_JOB_SPAN_CORE,
 				&o->span);
 		break;
-	case ISLE_OPT_COMPRESS:
-		rc = val ? isle_codec_parse(val, &o->codec, NULL, 0) : -EINVAL;
+	case ISLE_OPT_COMPRESS: {
+		char cerr[160];
+
+		/* The codec parser's line names the field that is wrong. */
+		if (val && isle_codec_parse(val, &o->codec, cerr, sizeof(cerr)))
+			return errf(-EINVAL, err, errlen, "invalid --%s: %s",
+				    opts[opt].name, cerr);
+		rc = val ? 0 : -EINVAL;
 		break;
+	}
 	case ISLE_OPT_SHIM:
 		rc = parse_word(val, shims, 2, &o->shim);
 		break;

@@ -9,21 +9,27 @@
 # Gradients go through plain MPI_Allreduce; the injected shim
 # (ISLE_COMM_ALGO=hier, so the codec carries every gradient) compresses the
 # network level: fp32 (ISLE_COMM_DISABLE=1: Open MPI alone), bf16, int8,
-# top-k 1% with error feedback, and top-k 1% without (the control). The
-# --sgd-codecs run again with momentum 0 (plain SGD), labelled CODEC/sgd:
-# error feedback hands back its delayed mass in bursts, which the
-# optimizer's momentum, applied after the allreduce, amplifies.
+# top-k 1% with error feedback, top-k 1% with momentum correction
+# (topk:0.01,mom=0.9), and top-k 1% without error feedback (the control).
+# The --sgd-codecs run again with momentum 0 (plain SGD), labelled
+# CODEC/sgd: error feedback hands back its delayed mass in bursts, which the
+# optimizer's momentum, applied after the allreduce, amplifies. A codec with
+# mom= carries the momentum itself, so its optimizer always runs plain SGD
+# (momentum 0 in its result line) under the codec's own label.
 #
 # Usage: scripts/bench-converge.sh [--epochs E] [--train-n N] [--seeds "1 2 3"]
 #                                  [--batch B] [--lr LR]
 #                                  [--codecs "fp32 bf16 ..."]
 #                                  [--sgd-codecs "fp32 ..."] [--out FILE]
+#                                  [--summary FILE]
 #   --epochs    passes over the training images (default 2)
 #   --train-n   training images used (default 0 = all 60,000)
 #   --batch     samples per rank and step (default 32)
 #   --lr        learning rate (default 0.05; momentum 0.9)
 #   --out       JSON lines, one per run (default build/bench/converge.json);
 #               mean and spread per codec on stdout
+#   --summary   also one JSON object: the runs, and per codec the median,
+#               min and max of test_acc and train_loss over the seeds
 # Exits 77 with a reason when Slurm, Open MPI or the data set is missing,
 # 1 when a run failed or the shim did not carry its gradients.
 set -euo pipefail
@@ -42,9 +48,10 @@ train_n=0
 seeds="1 2 3"
 batch=32
 lr=0.05
-codecs="fp32 bf16 int8 topk:0.01 topk:0.01,noef"
+codecs="fp32 bf16 int8 topk:0.01 topk:0.01,mom=0.9 topk:0.01,noef"
 sgd_codecs="fp32 topk:0.01 topk:0.01,noef"
 out=$B/bench/converge.json
+summary=""
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -56,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--codecs) codecs=$2; shift 2 ;;
 	--sgd-codecs) sgd_codecs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--summary) summary=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-converge: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -94,11 +102,17 @@ source "$here/bench/stamp.sh"
 isle_bench_begin
 fail=0
 runs=""
-for c in $codecs; do runs+=" $c@0.9"; done
+for c in $codecs; do
+	case $c in
+	*mom=*) runs+=" $c@shim" ;;
+	*) runs+=" $c@0.9" ;;
+	esac
+done
 for c in $sgd_codecs; do runs+=" $c@0"; done
 for run in $runs; do
 	codec=${run%@*} mom=${run#*@} label=$codec
 	[ "$mom" = 0 ] && label=$codec/sgd
+	[ "$mom" = shim ] && mom=0 # the codec's momentum, not the optimizer's
 	name=${label//[:,\/]/_}
 	opts=(--isle-compress="$codec")
 	envs="ISLE_COMM_ALGO=hier ISLE_COMM_VERBOSE=1"
@@ -142,6 +156,22 @@ EOF
 	done
 done
 [ -s "$out" ] && isle_bench_stamp "$out"
+if [ -n "$summary" ] && [ -s "$out" ]; then
+	mkdir -p "$(dirname "$summary")"
+	jq -s '
+		def med: sort | if length % 2 == 1 then .[length / 2 | floor]
+			else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+		{bench: "converge", runs: .,
+		 summary: (group_by(.codec) | map({codec: .[0].codec,
+			momentum: .[0].momentum, seeds: length,
+			test_acc_median: (map(.test_acc) | med),
+			test_acc_min: (map(.test_acc) | min),
+			test_acc_max: (map(.test_acc) | max),
+			train_loss_median: (map(.train_loss) | med),
+			train_loss_min: (map(.train_loss) | min),
+			train_loss_max: (map(.train_loss) | max)}))}' "$out" >"$summary"
+	isle_bench_stamp "$summary"
+fi
 
 # Mean and spread (min..max over seeds) per codec.
 awk '

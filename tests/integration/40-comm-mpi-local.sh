@@ -78,6 +78,7 @@ expect_pass() { # what NP ENV... -- ARGS
 plan p7 "3:l0 2:l0 2:l1" none none     # unequal ranks per node, 3 levels
 plan p16 "5:l0 3:l0 4:l1 4:l1" none none
 plan p8 "4:l0 4:l0" none -
+plan p4one "4:l0" none - # one node: the top level's groups are single ranks
 SIZES=1,2,3,7,64,1000,4099,65537,1048577
 
 # --- exactness (codec none)
@@ -106,9 +107,10 @@ expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
 	exact --sizes 67108864 --dtype float
 
 # --- the crossover probe runs at a communicator's first allreduce of
-# 256 B..1 MiB, once, and never where no call has such a size.
+# 256 B..1 MiB, once, and never where no call has such a size; unbounded
+# (ISLE_COMM_PROBE_SHARE=0) for these two.
 probe_lines() { grep -c '^isle_comm: 8 ranks: crossover probed' "$T/out"; }
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,32,2097152 \
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,32,2097152 \
 	--dtype float && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
 	echo "ok   no crossover probe without a call of 256 B..1 MiB (1, 32, 2^21 floats)"
 else
@@ -116,12 +118,38 @@ else
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
 	fails=$((fails + 1))
 fi
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,4099,65537,1048577 \
 	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] &&
 	grep -q '^isle_comm: 8 ranks: crossover probed at the first allreduce of 16396 bytes' "$T/out"; then
 	echo "ok   one crossover probe, at the first call of 256 B..1 MiB: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
 else
 	echo "FAIL crossover probe at the first mid-size call ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	fails=$((fails + 1))
+fi
+# --- bounded (default 1%): the same calls carry far less than 100 times
+# the probe's payload, so no probe; with a 50% share, 100 calls of 256 KiB
+# earn it, at a later call, its payload at most half of what was carried.
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
+	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
+	echo "ok   no crossover probe within 1% of what the calls carried"
+else
+	echo "FAIL crossover probe beyond 1% of what the calls carried ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	fails=$((fails + 1))
+fi
+line=""
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0.5 -- exact --sizes 65536 \
+	--dtype float --iters 100 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ]; then
+	line=$(grep -m1 'crossover probed' "$T/out")
+fi
+carried=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\1/p' <<<"$line")
+cost=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\2/p' <<<"$line")
+if [ -n "$carried" ] && [ -n "$cost" ] && [ "$cost" -gt 0 ] && [ $((2 * cost)) -le "$carried" ] &&
+	[ $((2 * cost)) -gt $((carried - 262144)) ]; then
+	echo "ok   probe at 50%: at the first call where it is at most half of what was carried: ${line#isle_comm: }"
+else
+	echo "FAIL probe at 50% (carried '$carried', probe '$cost'): $line"
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
 	fails=$((fails + 1))
 fi
@@ -161,6 +189,25 @@ else
 	echo "FAIL convergence"
 	fails=$((fails + 1))
 fi
+
+# --- momentum correction (mom=0.9) takes effect, across nodes and in groups
+# of one: plain SGD at lr 0.1 with the shim's momentum trains as heavy-ball
+# momentum, so it must end clearly below top-k without it at the same lr.
+train_lr() { # NP PLAN CODEC LR -> final loss
+	run "$1" ISLE_PLAN="$T/$2.json" ISLE_COMM_ALGO=hier ISLE_COMM_CODEC="$3" -- \
+		train --steps 400 --dim 64 --classes 16 --samples 100 --lr "$4" &&
+		sed -n 's/^final_loss //p' "$T/out"
+}
+for pc in 8:p8 4:p4one; do
+	np=${pc%%:*} pl=${pc#*:}
+	l_plain=$(train_lr "$np" "$pl" topk:0.01 0.1) l_mom=$(train_lr "$np" "$pl" topk:0.01,mom=0.9 0.1)
+	if awk -v a="$l_plain" -v m="$l_mom" 'BEGIN { exit !(a != "" && m != "" && m + 0 == m && m < 0.9 * a) }'; then
+		echo "ok   momentum correction on $pl: lr 0.1 final loss $l_mom with mom=0.9, $l_plain without"
+	else
+		echo "FAIL momentum correction on $pl: final loss '$l_mom' with mom=0.9, '$l_plain' without (want < 0.9x)"
+		fails=$((fails + 1))
+	fi
+done
 
 # --- failure (the shim's own algorithm: auto hands small messages to MPI,
 # whose allreduce has no deadline)

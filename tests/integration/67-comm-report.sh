@@ -10,7 +10,8 @@
 #     (1.5 x 400000 B per rank, 2 ranks per tier);
 #   flat ring: the shim's bytes per tier equal the ring's, to the byte;
 #   auto with int8 on the network level: the crossover probe's traffic and
-#     time are reported, calls add up per size class;
+#     time are reported (ISLE_COMM_PROBE_SHARE=0), calls add up per size
+#     class; at the default bound the 8 calls do not earn the probe (0 B);
 #   one report line, from rank 0 only.
 set -u
 # shellcheck source=comm_shim/testlib.sh
@@ -96,8 +97,9 @@ for k in "${kinds[@]}"; do
 		bad "$k ring: run failed"
 		show
 	fi
-	# --- auto, int8 across nodes: the probe is reported; calls add up
-	if mpi "$k" ISLE_COMM_CODEC=int8 -- exact --sizes 1024,100000 --dtype float \
+	# --- auto, int8 across nodes: the probe (unbounded) is reported;
+	# calls add up
+	if mpi "$k" ISLE_COMM_CODEC=int8 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1024,100000 --dtype float \
 		--iters 4 --values real --tol 0.02 --tol-mode max; then
 		c4=$(( $(field 'class 4096 ' 4) + $(field 'class 4096 ' 6) ))
 		c64=$(( $(field 'class 65536 ' 4) + $(field 'class 65536 ' 6) ))
@@ -113,6 +115,21 @@ for k in "${kinds[@]}"; do
 		fi
 	else
 		bad "$k auto int8: run failed"
+		show
+	fi
+	# --- the same at the default bound (1%): 8 calls do not earn the probe
+	if mpi "$k" ISLE_COMM_CODEC=int8 -- exact --sizes 1024,100000 --dtype float \
+		--iters 4 --values real --tol 0.02 --tol-mode max; then
+		c64=$(( $(field 'class 65536 ' 4) + $(field 'class 65536 ' 6) ))
+		pb=$(field probe 2)
+		if [ "$c64" = 4 ] && [ "$pb" = 0 ]; then
+			ok "$k auto int8, probe bounded to 1%: 4+4 calls, probe 0 B"
+		else
+			bad "$k auto int8, probe bounded: calls $c64, probe '$pb' B (want 0)"
+			show
+		fi
+	else
+		bad "$k auto int8 bounded: run failed"
 		show
 	fi
 done

@@ -88,6 +88,17 @@ static void test_codec_policy(void **state)
 	assert_string_equal(p.codec[ISLE_TIER_LEAF], "fp16");
 	assert_string_equal(p.codec[ISLE_TIER_SPINE], "topk:0.01,noef");
 	assert_string_equal(p.codec[ISLE_TIER_CORE], "int8:64");
+	/* Flags after the codec, mom=M included, stay with it. */
+	assert_int_equal(
+	    isle__codec_policy_parse(&p, "spine=topk:0.01,mom=0.9,leaf=bf16",
+				     err, sizeof(err)),
+	    0);
+	assert_string_equal(p.codec[ISLE_TIER_SPINE], "topk:0.01,mom=0.9");
+	assert_string_equal(p.codec[ISLE_TIER_LEAF], "bf16");
+	assert_int_equal(isle__codec_policy_parse(&p, "spine=topk:0.01,mom=1",
+						  err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "mom must be in [0, 1)"));
 	assert_int_equal(
 	    isle__codec_policy_parse(&p, "rack=bf16", err, sizeof(err)),
 	    -EINVAL);

@@ -163,6 +163,41 @@ static void test_shards(void **state)
 		}
 }
 
+/*
+ * The crossover probe's bound: its payload (both libraries, warm-up
+ * included) against what the communicator carried before it. A job of
+ * gradient-sized calls pays the probe only once it has moved 100 times as
+ * much, and then at most 1%.
+ */
+static void test_probe_bound(void **state)
+{
+	uint64_t all = isle__probe_cost((1u << ISLE__CAL_N) - 1);
+	uint64_t job = 0, probed_at = 0;
+
+	/* 256 B .. 1 MiB, x4: 1398016 B, 8 runs each */
+	assert_int_equal(all, 8 * 1398016ull);
+	assert_int_equal(isle__probe_cost(1), 8 * 256);
+	assert_int_equal(isle__probe_cost(1u << 6), 8 << 20);
+	assert_int_equal(isle__probe_cost(0), 0);
+
+	assert_false(isle__probe_due(0, all, 0.01));
+	assert_false(isle__probe_due(100 * all - 1, all, 0.01));
+	assert_true(isle__probe_due(100 * all, all, 0.01));
+	assert_true(isle__probe_due(0, all, 0));  /* no bound */
+	assert_true(isle__probe_due(0, 0, 0.01)); /* nothing to probe */
+
+	/* 814120-byte gradients (train_mnist): the first call it may run at,
+	 * and its share of that job, and of any longer one. */
+	for (int call = 1; call <= 100000 && !probed_at; call++) {
+		job += 814120;
+		if (isle__probe_due(job, all, 0.01))
+			probed_at = (uint64_t)call;
+	}
+	assert_int_equal(probed_at, (100 * all + 814119) / 814120);
+	assert_true((double)all <= 0.01 * (double)job);
+	assert_true((double)all > 0.01 * (double)(job - 814120));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +205,7 @@ int main(void)
 	    cmocka_unit_test(test_closed_forms),
 	    cmocka_unit_test(test_choice),
 	    cmocka_unit_test(test_shards),
+	    cmocka_unit_test(test_probe_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

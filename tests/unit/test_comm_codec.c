@@ -57,11 +57,29 @@ static void test_parse(void **state)
 	    {"topk:0.5,noef", "topk:0.5,noef"},
 	    {"int8:128,ef", "int8:128,ef"},
 	    {"bf16,noef", "bf16"},
+	    {"topk:0.01,mom=0.9", "topk:0.01,mom=0.9"},
+	    {"topk:0.01,ef,mom=0", "topk:0.01"},
 	};
 	static const char *const bad[] = {
-	    "",	      "zstd",	   "int8:7",   "int8:0", "int8:70000",
-	    "topk",   "topk:0",	   "topk:1.5", "topk:x", "fp16:3",
-	    "int8,q", "topk:0.1,", "none:",
+	    "",
+	    "zstd",
+	    "int8:7",
+	    "int8:0",
+	    "int8:70000",
+	    "topk",
+	    "topk:0",
+	    "topk:1.5",
+	    "topk:x",
+	    "fp16:3",
+	    "int8,q",
+	    "topk:0.1,",
+	    "none:",
+	    /* momentum correction: topk only, [0, 1), needs the residual */
+	    "topk:0.1,mom=1",
+	    "topk:0.1,mom=-0.5",
+	    "topk:0.1,mom=",
+	    "topk:0.1,noef,mom=0.9",
+	    "int8,mom=0.9",
 	};
 	struct isle_codec c;
 	char buf[64], err[160];
@@ -77,9 +95,17 @@ static void test_parse(void **state)
 				 -EINVAL);
 		assert_non_null(strstr(err, bad[i]));
 	}
+	assert_int_equal(
+	    isle_codec_parse("topk:0.01,mom=1.0", &c, err, sizeof(err)),
+	    -EINVAL);
+	assert_non_null(strstr(err, "mom must be in [0, 1)"));
 	c = codec("topk:0.01");
 	assert_true(c.error_feedback);
+	assert_true(c.momentum == 0);
 	assert_false(isle_codec_summable(&c));
+	c = codec("topk:0.01,mom=0.9");
+	assert_true(c.momentum == 0.9);
+	assert_true(c.error_feedback);
 	c = codec("int8");
 	assert_false(c.error_feedback);
 	assert_false(isle_codec_summable(&c));
@@ -463,6 +489,118 @@ static void test_error_feedback(void **state)
 	free(enc);
 }
 
+/* Indices of the k largest |v|, ties in index order (topk's rule). */
+static float *mom_key;
+
+static int by_mag(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	float x = fabsf(mom_key[i]), y = fabsf(mom_key[j]);
+
+	return x > y ? -1 : x < y ? 1 : (i > j) - (i < j);
+}
+
+/*
+ * Momentum correction against a plain transcription of DGC's update
+ * (u = m*u + x; v += u; send the k largest |v|; zero u and v there), step
+ * by step, bit for bit, on both backends; small n (exact selection) and
+ * large n (the sampled threshold).
+ */
+static void test_topk_momentum(void **state)
+{
+	const struct isle_codec_ops *be[2] = {isle_codec_scalar_ops(),
+					      isle_codec_cpu_ops()};
+	static const size_t ns[] = {1000, 70000};
+	enum { STEPS = 30 };
+
+	for (size_t b = 0; b < 2; b++)
+		for (size_t ni = 0; ni < ISLE_ARRAY_SIZE(ns); ni++) {
+			size_t n = ns[ni];
+			struct isle_codec c = codec("topk:0.01,mom=0.9");
+			size_t k = isle__topk_k(&c, n);
+			float *x = malloc(n * 4), *u = calloc(n, 4),
+			      *v = calloc(n, 4), *ru = calloc(n, 4),
+			      *rv = calloc(n, 4), *y = malloc(n * 4);
+			uint32_t *ord = malloc(n * 4),
+				 *hdr = malloc(n * 8 + 64);
+			float m = 0.9f;
+
+			assert_non_null(x && u && v && ru && rv && y && ord &&
+					hdr);
+			for (int t = 0; t < STEPS; t++) {
+				fill(x, n, 1);
+				for (size_t i = 0; i < n; i++) {
+					ru[i] = m * ru[i] + x[i];
+					rv[i] = rv[i] + ru[i];
+					ord[i] = (uint32_t)i;
+				}
+				mom_key = rv;
+				qsort(ord, n, sizeof(*ord), by_mag);
+				assert_int_equal(
+				    isle__topk_mom_encode(be[b], &c, x, n, hdr,
+							  v, u),
+				    0);
+				assert_int_equal(hdr[0], k);
+				assert_int_equal(
+				    be[b]->decode(&c, hdr, n, y, NULL), 0);
+				memset(x, 0, n * 4); /* x: the sent mask now */
+				for (size_t j = 0; j < k; j++) {
+					assert_true(y[ord[j]] == rv[ord[j]]);
+					x[ord[j]] = 1;
+					ru[ord[j]] = rv[ord[j]] = 0;
+				}
+				for (size_t i = 0; i < n; i++) {
+					assert_true(u[i] == ru[i]);
+					assert_true(v[i] == rv[i]);
+					if (!x[i])
+						assert_true(y[i] == 0);
+				}
+			}
+			free(x);
+			free(u);
+			free(v);
+			free(ru);
+			free(rv);
+			free(y);
+			free(ord);
+			free(hdr);
+		}
+}
+
+/* Momentum correction refuses what it cannot do; non-finite input (at
+ * least k NaN) drops momentum and residual together. */
+static void test_topk_momentum_edges(void **state)
+{
+	const struct isle_codec_ops *ops = isle_codec_cpu_ops();
+	struct isle_codec c = codec("topk:0.25,mom=0.5"), i8 = codec("int8");
+	float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, u[8] = {0}, v[8] = {0};
+	uint32_t enc[2 + 2 * 8];
+
+	assert_int_equal(isle__topk_mom_encode(ops, &i8, x, 8, enc, v, u),
+			 -EINVAL);
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, NULL, u),
+			 -EINVAL);
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, NULL),
+			 -EINVAL);
+	/* k = 2: 8 and 7 go, the rest stays in u and v. */
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, u), 0);
+	assert_int_equal(enc[0], 2);
+	assert_true(u[7] == 0 && v[7] == 0 && u[6] == 0 && v[6] == 0);
+	assert_true(u[5] == 6 && v[5] == 6);
+	/* Next step: v = 15 at 5 (u 9) and 12.5 at 4 go; 3 keeps u = 6,
+	 * v = 10 and 7, sent before, starts again at u = v = 8. */
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, u), 0);
+	assert_true(enc[0] == 2 && enc[2] == 4 && enc[3] == 5);
+	assert_true(u[5] == 0 && v[5] == 0 && u[4] == 0 && v[4] == 0);
+	assert_true(u[3] == 6 && v[3] == 10 && u[7] == 8 && v[7] == 8);
+	for (int i = 0; i < 8; i++)
+		x[i] = i < 3 ? NAN : 1;
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, u), 0);
+	assert_true(enc[0] & ISLE_TOPK_NONFINITE);
+	for (int i = 0; i < 8; i++)
+		assert_true(u[i] == 0 && v[i] == 0);
+}
+
 /* NaN, +inf, -inf or finite: the class plain IEEE addition gives. */
 static int fclass(float v)
 {
@@ -678,6 +816,8 @@ int main(void)
 	    cmocka_unit_test(test_topk_sparse_ties),
 	    cmocka_unit_test(test_topk_ef_large),
 	    cmocka_unit_test(test_error_feedback),
+	    cmocka_unit_test(test_topk_momentum),
+	    cmocka_unit_test(test_topk_momentum_edges),
 	    cmocka_unit_test(test_nonfinite),
 	    cmocka_unit_test(test_topk_all_nonfinite),
 	    cmocka_unit_test(test_nonfinite_residual),

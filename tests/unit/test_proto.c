@@ -214,10 +214,12 @@ static void codec_line(FILE *o, char *spec)
 	assert_string_equal(buf, again);
 	assert_int_equal(c.kind, d.kind);
 	assert_int_equal(c.error_feedback, d.error_feedback);
+	assert_true(c.momentum == d.momentum);
 	assert_int_equal(isle_codec_spec_compresses(spec),
 			 c.kind != ISLE_CODEC_NONE);
-	fprintf(o, "%-24s %s (kind %s, block %u, ef %d)\n", spec, buf,
-		isle_codec_kind_name(c.kind), c.block, c.error_feedback);
+	fprintf(o, "%-24s %s (kind %s, block %u, ef %d, mom %.17g)\n", spec,
+		buf, isle_codec_kind_name(c.kind), c.block, c.error_feedback,
+		c.momentum);
 }
 
 static void test_codec_golden(void **state)
