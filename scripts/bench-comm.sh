@@ -199,7 +199,7 @@ run_mpi() {
 		--mca btl self,vader,tcp \
 		--mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
 		--mca mpi_yield_when_idle 1 $mca \
-		-x ISLE_PLAN="$plan" -x ISLE_COMM_ASYNC=0 \
+		-x ISLE_PLAN="$plan" -x ISLE_COMM_ASYNC=0 -x ISLE_COMM_PROBE_SHARE=0 \
 		${ISLE_COMM_SEGMENT_BYTES:+-x ISLE_COMM_SEGMENT_BYTES} \
 		"$BENCH" "$@" &
 	# wait (unlike a foreground job) lets INT/TERM run the cleanup now.
