@@ -12,8 +12,10 @@
 
 /* --- clusters.c --------------------------------------------------------- */
 
-/* Builds a named cluster: "superpod", "nvl72", "pcie", "lingjun" (reads
- * data_dir/clos/lingjun-2023-topo.csv), or "scale:N" (N nodes of 8 GPUs,
+/* Builds a named cluster: "superpod", "nvl72", "pcie", "lingjun", "roce2"
+ * or "roce4" (the last three read data_dir/clos/lingjun-2023-topo.csv;
+ * roce2/roce4: 8-GPU hosts, 4 rails, 2:1 / 4:1 into the aggregation), or
+ * "scale:N" (N nodes of 8 GPUs,
  * 32 per leaf group). Also a cluster file path (isle_topo_load). Returns
  * 0 or a negative errno with err filled; *out is the caller's. */
 int sim_cluster_build(const char *name, const char *data_dir, isle_topo **out,

@@ -22,6 +22,7 @@
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
 	const char *fabric, *shape_dir, *commit;
+	const char *write_cluster; /* --write-cluster FILE */
 	int mix_set; /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
@@ -36,8 +37,11 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "usage: islesim [options]\n"
-	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
-	    " cluster file\n"
+	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | roce2 |"
+	    " roce4 | scale:N |\n"
+	    "                   cluster file\n"
+	    "  --write-cluster FILE  write the --cluster model as a cluster"
+	    " file and exit\n"
 	    "  --policy P       isle | linear | tree | block | random |"
 	    " tree-sw | block-seg | all"
 	    " (default all)\n"
@@ -714,6 +718,23 @@ out:
 	return rc;
 }
 
+/* --write-cluster: the model islesim runs on, as a cluster file, so that
+ * islectl validate and the Slurm plugins can read the same cluster. */
+static int write_cluster(const struct cfg *c)
+{
+	isle_topo *t = NULL;
+	char err[512];
+	int rc;
+
+	rc = sim_cluster_build(c->cluster, c->data, &t, err, sizeof(err));
+	if (!rc)
+		rc = isle_topo_save(t, c->write_cluster, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "islesim: %s\n", err);
+	isle_topo_destroy(t);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -742,6 +763,7 @@ int main(int argc, char **argv)
 	    {"shape-dir", required_argument, NULL, 'P'},
 	    {"max-err", required_argument, NULL, 'E'},
 	    {"commit", required_argument, NULL, 'G'},
+	    {"write-cluster", required_argument, NULL, 'w'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -787,6 +809,9 @@ int main(int argc, char **argv)
 			break;
 		case 'G':
 			c.commit = optarg;
+			break;
+		case 'w':
+			c.write_cluster = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);
@@ -879,6 +904,8 @@ int main(int argc, char **argv)
 		    c.max_err, stdout);
 		return rc == -ENODATA ? 3 : rc ? 1 : 0;
 	}
+	if (c.write_cluster)
+		return write_cluster(&c) ? 1 : 0;
 	if (c.replay)
 		rc = run_replay(&c);
 	else if (c.bench)
