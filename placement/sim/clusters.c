@@ -186,8 +186,8 @@ out:
 /* One row of the Lingjun Clos map: a host and its DSW (core), PSW
  * (aggregation) and ASW (ToR) names. */
 typedef int (*lingjun_row_fn)(isle_topo *t, int host, const char *ip,
-			      const char *dsw, const char *psw,
-			      const char *asw, void *arg);
+			      const char *dsw, const char *psw, const char *asw,
+			      void *arg);
 
 /* Reads data_dir/clos/lingjun-2023-topo.csv row by row into fn; the one
  * reader of the map for every cluster built from it. */

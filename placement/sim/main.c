@@ -23,7 +23,7 @@ struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
 	const char *fabric, *shape_dir, *commit;
 	const char *write_cluster; /* --write-cluster FILE */
-	int mix_set; /* --mix given: --bench runs that mix only */
+	int mix_set;		   /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
 	int jobs, queue_depth, decisions, trace;
@@ -240,14 +240,14 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"wait_by_class\": {",
 			    *first ? "" : ",", cluster, c->mix,
 			    sim_policy_names[p], m.step_time_mean,
-			    m.wait_gpu_mean_s, m.step_time_mean, m.step_time_p95,
-			    m.comm_time_mean,
-			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
-			    m.jct_mean_s, m.tp_groups_split_pct,
-			    m.occupancy_mean, m.tp_in_island_pct,
-			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
-			    m.infer_latency_ratio_mean, m.fragmentation_mean,
-			    m.decision_us_p50, m.decision_us_p99);
+			    m.wait_gpu_mean_s, m.step_time_mean,
+			    m.step_time_p95, m.comm_time_mean, m.wait_mean_s,
+			    m.wait_p95_s, m.wait_gpu_mean_s, m.jct_mean_s,
+			    m.tp_groups_split_pct, m.occupancy_mean,
+			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
+			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
+			    m.fragmentation_mean, m.decision_us_p50,
+			    m.decision_us_p99);
 			for (int k = 0; k < SIM_NCLASSES; k++)
 				fprintf(js,
 					"%s\"%s\": {\"jobs\": %d, "
@@ -914,8 +914,7 @@ int main(int argc, char **argv)
 		int first = 1;
 
 		rc = run_scales(&c, NULL, &first);
-	}
-	else {
+	} else {
 		int first = 1;
 
 		puts(BASELINE_NOTE);
