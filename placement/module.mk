@@ -2,7 +2,8 @@
 # unit tests and the bench-placement benchmark.
 
 PLACE_SRCS := placement/engine.c placement/tree.c placement/fill.c \
-	      placement/exact.c placement/cost.c placement/util.c
+	      placement/exact.c placement/cost.c placement/util.c \
+	      placement/contention.c
 PLACE_OBJS := $(PLACE_SRCS:%.c=$(B)/%.o)
 LIBS_A     += $(B)/libisle_place.a
 ALL_OBJS   += $(PLACE_OBJS)
