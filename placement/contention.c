@@ -176,8 +176,7 @@ double isle__place_cc_share(const isle_place_ctx *c, int v)
 {
 	const struct pv *p = &c->v[v];
 
-	if (p->level == PV_LEAF && p->id >= 0 &&
-	    p->id < c->cc_ngroups[CC_LEAF])
+	if (p->level == PV_LEAF && p->id >= 0 && p->id < c->cc_ngroups[CC_LEAF])
 		return share(c, CC_LEAF, p->id);
 	if (p->level == PV_SPINE && p->id >= 0 &&
 	    p->id < c->cc_ngroups[CC_SPINE])

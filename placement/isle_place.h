@@ -154,7 +154,7 @@ struct isle_place_result {
 	int leafs;		  /* distinct leaf groups spanned */
 	isle_tier span;		  /* loosest tier between any two ranks */
 	double frag;		  /* fragmentation penalty of the choice */
-	double contention; /* contention term of the choice (0: none) */
+	double contention;	  /* contention term of the choice (0: none) */
 	char reason[256];	  /* why not, on -EINVAL/-E2BIG/-ENOSPC */
 	int cap_nodes, cap_ranks; /* private */
 };

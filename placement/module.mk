@@ -20,7 +20,8 @@ $(B)/bin/islesim: $(ISLESIM_OBJS) $(B)/libisle_place.a $(B)/libisle_topo.a
 		$(B)/libisle_topo.a $(TOPO_LDLIBS) -lm $(LDLIBS)
 
 # Unit tests (cmocka). test_place_sim also links islesim's parts.
-PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum
+PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum \
+	       $(B)/tests/test_place_contention
 UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim
 $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
