@@ -244,13 +244,18 @@ static int ideal_norm(isle_place_ctx *c, const struct pnorm *q,
 {
 	struct ideal_memo *m = memo_slot(c, q, q->required);
 	struct isle_place_cand *saved = c->cands;
+	double ccw = c->o.contention_weight;
 	int rc;
 
 	if (!m->used) {
+		/* the ideal is the job alone on the empty cluster: no running
+		 * job's traffic to avoid */
 		c->cands = NULL;
+		c->o.contention_weight = 0;
 		c->best.ideal = (struct isle_place_cost){0};
 		rc = place_norm(c, c->all_free, NULL, q);
 		c->cands = saved;
+		c->o.contention_weight = ccw;
 		if (rc == -ENOMEM)
 			return rc;
 		*m = (struct ideal_memo){

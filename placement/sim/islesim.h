@@ -160,6 +160,10 @@ int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
 		    int nx);
 void sim_net_job_remove(struct sim_net *n, int id);
 
+/* Communication seconds per step of job id if it had the fabric to
+ * itself (its flows alone, max-min): *out. 0 or -errno. */
+int sim_net_comm_alone(struct sim_net *n, int id, double *out);
+
 /* Shares the fabric between all jobs' flows (max-min). 0 or -errno. */
 int sim_net_solve(struct sim_net *n);
 
@@ -190,8 +194,13 @@ enum sim_policy {
 	SIM_RANDOM,
 	SIM_TREE_SW,   /* tree with --switches=1 */
 	SIM_BLOCK_SEG, /* block with --segment */
+	SIM_ISLE_CC,   /* isle with contention_weight SIM_CC_WEIGHT */
 	SIM_NPOLICIES
 };
+
+/* isle-cc's contention_weight (isle_place.h): fixed before its results
+ * were looked at, not tuned on them. */
+#define SIM_CC_WEIGHT 1.0
 
 extern const char *const sim_policy_names[SIM_NPOLICIES];
 int sim_policy_parse(const char *s);
@@ -244,7 +253,8 @@ struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
 	double step_time_mean, step_time_p95;
-	double comm_time_mean;	       /* its communication part */
+	double comm_time_mean;	/* its communication part */
+	double step_alone_mean; /* the same jobs' step alone on the fabric */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
 	double wait_gpu_mean_s;	       /* wait weighted by the job's GPUs */
 	double tp_groups_split_pct;
