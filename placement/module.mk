@@ -44,6 +44,22 @@ bench-placement: $(B)/bin/islesim
 		| tee $(B)/bench/placement.txt
 	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"
 
+# isle against isle-cc (contention-aware) on roce2, roce4 and lingjun at
+# loads 0.7 and 0.9 and superpod, nvl72 and pcie at 0.9, and isle-cc's
+# decision time at 1,000 and 10,000 nodes: build/bench/contention.json,
+# contention.txt (the table and the verdict on issue 27's goals; a miss is
+# reported, not a failed make bench).
+BENCHES += bench-contention
+.PHONY: bench-contention
+bench-contention: $(B)/bin/islesim
+	@mkdir -p $(B)/bench
+	@bench/stamp.sh $(B)/bench/contention.json -- \
+		$(B)/bin/islesim --bench-contention $(B)/bench \
+		--jobs $(PLACE_BENCH_JOBS) \
+		--commit "$$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
+		| tee $(B)/bench/contention.txt
+
 # The goal of issue 25 on islesim's output (bench/placement/wait-class.sh):
 # per size class isle <= 1.1 x min(tree, block) + 60 s, GPU-weighted wait
 # <= the best baseline's, step <= 1.01 x min(tree, block), 4 clusters x 4

@@ -298,4 +298,12 @@ void sim_opts_fill(struct sim_opts *o);
 int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    const struct sim_opts *o, struct sim_metrics *m);
 
+/* --- bench_cc.c ---------------------------------------------------------- */
+
+/* islesim --bench-contention: isle against isle-cc (see bench_cc.c);
+ * writes dir/contention.json, prints the table and the goals' verdict.
+ * 0 (also when a goal is missed) or a negative errno. */
+int sim_bench_contention(const char *dir, const char *data, const char *commit,
+			 int njobs, uint64_t seed, int decisions);
+
 #endif /* ISLESIM_H */

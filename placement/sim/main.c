@@ -23,6 +23,7 @@ struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
 	const char *fabric, *shape_dir, *commit;
 	const char *write_cluster; /* --write-cluster FILE */
+	const char *bench_cc;	   /* --bench-contention DIR */
 	int mix_set;		   /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
@@ -42,8 +43,13 @@ static void usage(FILE *f)
 	    "                   cluster file\n"
 	    "  --write-cluster FILE  write the --cluster model as a cluster"
 	    " file and exit\n"
+	    "  --bench-contention DIR  isle against isle-cc (kalos mix,"
+	    " --jobs, 3 seeds\n"
+	    "                   from --seed): DIR/contention.json and the"
+	    " table\n"
 	    "  --policy P       isle | linear | tree | block | random |"
-	    " tree-sw | block-seg | all"
+	    " tree-sw | block-seg |\n"
+	    "                   isle-cc | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
@@ -764,6 +770,7 @@ int main(int argc, char **argv)
 	    {"max-err", required_argument, NULL, 'E'},
 	    {"commit", required_argument, NULL, 'G'},
 	    {"write-cluster", required_argument, NULL, 'w'},
+	    {"bench-contention", required_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -812,6 +819,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			c.write_cluster = optarg;
+			break;
+		case 'K':
+			c.bench_cc = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);
@@ -906,6 +916,11 @@ int main(int argc, char **argv)
 	}
 	if (c.write_cluster)
 		return write_cluster(&c) ? 1 : 0;
+	if (c.bench_cc)
+		return sim_bench_contention(c.bench_cc, c.data, c.commit,
+					    c.jobs, c.seed, c.decisions)
+			   ? 1
+			   : 0;
 	if (c.replay)
 		rc = run_replay(&c);
 	else if (c.bench)
