@@ -60,6 +60,10 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	if (r->workload != ISLE_WORKLOAD_TRAIN &&
 	    r->workload != ISLE_WORKLOAD_INFER)
 		return fail(res, -EINVAL, "bad workload %d", (int)r->workload);
+	if ((int)r->traffic < ISLE_TRAFFIC_AUTO ||
+	    r->traffic > ISLE_TRAFFIC_INFER)
+		return fail(res, -EINVAL, "bad traffic class %d",
+			    (int)r->traffic);
 	if ((int)r->max_span < 0 || r->max_span >= ISLE_TIER_COUNT)
 		return fail(res, -EINVAL, "bad max_span %d", (int)r->max_span);
 	if (r->nodes > 0 && gpn == 0) {
@@ -121,6 +125,7 @@ static int normalize(const isle_place_ctx *c, const struct isle_place_req *r,
 	q->required = r->mode == ISLE_PLACE_REQUIRED;
 	q->max_span = r->max_span;
 	q->workload = r->workload;
+	q->traffic = isle_traffic_of(r);
 
 	if (gpus > c->total_gpus)
 		return fail(res, -E2BIG,
@@ -239,13 +244,18 @@ static int ideal_norm(isle_place_ctx *c, const struct pnorm *q,
 {
 	struct ideal_memo *m = memo_slot(c, q, q->required);
 	struct isle_place_cand *saved = c->cands;
+	double ccw = c->o.contention_weight;
 	int rc;
 
 	if (!m->used) {
+		/* the ideal is the job alone on the empty cluster: no running
+		 * job's traffic to avoid */
 		c->cands = NULL;
+		c->o.contention_weight = 0;
 		c->best.ideal = (struct isle_place_cost){0};
 		rc = place_norm(c, c->all_free, NULL, q);
 		c->cands = saved;
+		c->o.contention_weight = ccw;
 		if (rc == -ENOMEM)
 			return rc;
 		*m = (struct ideal_memo){

@@ -116,6 +116,8 @@ static int kid_desc(const void *a, const void *b)
 
 static void fill(isle_place_ctx *c, int v, int need,
 		 struct isle_place_result *r);
+static void fill_least_loaded(isle_place_ctx *c, struct pkid *k, int n,
+			      int need, struct isle_place_result *r);
 
 /* Tightest level (unit, node, domain, leaf; 4 = none) at which one vertex
  * below v can hold need GPUs. */
@@ -141,6 +143,33 @@ static int home_better(const isle_place_ctx *c, const struct pkid *a,
 	if (a->cap != b->cap)
 		return a->cap < b->cap;
 	return a->freec < b->freec;
+}
+
+static int kid_by_load(const void *a, const void *b, void *arg)
+{
+	const struct pkid *x = a, *y = b;
+	double sx = isle__place_cc_share(arg, x->v);
+	double sy = isle__place_cc_share(arg, y->v);
+
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	return kid_desc(a, b);
+}
+
+/* Contention fill of leaf or spine groups k[0..n): the groups whose
+ * uplinks running jobs load least first, whole but the last. */
+static void fill_least_loaded(isle_place_ctx *c, struct pkid *k, int n,
+			      int need, struct isle_place_result *r)
+{
+	c->kid_top += n;
+	qsort_r(k, (size_t)n, sizeof(*k), kid_by_load, c);
+	for (int i = 0; i < n && need > 0; i++) {
+		int take = k[i].cap < need ? k[i].cap : need;
+
+		fill(c, k[i].v, take, r);
+		need -= take;
+	}
+	c->kid_top -= n;
 }
 
 /*
@@ -174,6 +203,10 @@ static void fill_children(isle_place_ctx *c, int v, int need,
 	}
 	if (best >= 0) {
 		fill(c, k[best].v, need, r);
+		return;
+	}
+	if (c->fill_cc && n > 0 && c->v[k[0].v].level >= PV_LEAF) {
+		fill_least_loaded(c, k, n, need, r);
 		return;
 	}
 	c->kid_top += n;
@@ -346,6 +379,8 @@ void isle__place_finish(isle_place_ctx *c, const struct pnorm *q,
 	r->islands = isl;
 	r->leafs = leafs;
 	r->frag = frag_penalty(c);
+	r->contention =
+	    isle__place_cc_term(c, q, r->ranks, r->nranks, &r->cost);
 }
 
 /* 1 if a beats b (both feasible). */
@@ -353,8 +388,8 @@ int isle__place_better(const isle_place_ctx *c,
 		       const struct isle_place_result *a,
 		       const struct isle_place_result *b)
 {
-	double ca = a->cost.total, cb = b->cost.total,
-	       tol = c->o.cost_tolerance;
+	double ca = a->cost.total + a->contention,
+	       cb = b->cost.total + b->contention, tol = c->o.cost_tolerance;
 
 	if (c->o.frag_weight > 0) {
 		double base = a->ideal.total > 0 ? a->ideal.total : 1.0;
@@ -462,7 +497,7 @@ static int try_fill(isle_place_ctx *c, const struct pnorm *q, int v,
 	return 1;
 }
 
-/* Both fills of scope v: best fit, then largest first. */
+/* The fills of scope v: best fit, then largest first. */
 static void try_scope(isle_place_ctx *c, const struct pnorm *q, int v,
 		      int *have_best)
 {
@@ -471,6 +506,13 @@ static void try_scope(isle_place_ctx *c, const struct pnorm *q, int v,
 	c->fill_largest = 1;
 	try_fill(c, q, v, have_best);
 	c->fill_largest = 0;
+	/* with contention weighed, also the groups least loaded by running
+	 * jobs, where a scope spans groups */
+	if (c->o.contention_weight > 0 && c->v[v].level >= PV_SPINE) {
+		c->fill_cc = 1;
+		try_fill(c, q, v, have_best);
+		c->fill_cc = 0;
+	}
 }
 
 static int scope_less(const isle_place_ctx *c, int a, int b)

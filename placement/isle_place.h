@@ -60,6 +60,19 @@ typedef enum isle_workload {
 	ISLE_WORKLOAD_INFER = 1, /* small-message TP allreduce latency */
 } isle_workload;
 
+/*
+ * What a job's traffic across the fabric mostly is (contention.c): the
+ * load it puts on the shared links it crosses, per GPU, is 1 for
+ * data-parallel training (gradient allreduce), 0.5 for a pipeline
+ * (stage-boundary sends) and 0.1 for inference (small allreduces).
+ */
+typedef enum isle_traffic {
+	ISLE_TRAFFIC_AUTO = 0, /* from the request's shape (isle_traffic_of) */
+	ISLE_TRAFFIC_DP = 1,
+	ISLE_TRAFFIC_PP = 2,
+	ISLE_TRAFFIC_INFER = 3,
+} isle_traffic;
+
 /* Engine options; start from isle_place_opts_default(). Units: bytes. */
 struct isle_place_opts {
 	/* Training step traffic per GPU (defaults: a ~70B dense model). */
@@ -91,6 +104,12 @@ struct isle_place_opts {
 	/* Record up to this many candidates for isle_place_candidates(); 0 off.
 	 */
 	int explain_max;
+	/* Weight of the contention term (contention.c): a candidate whose
+	 * traffic crosses shared uplinks that running jobs load (see
+	 * isle_place_load_add) costs its inter-node part (w_pp*pp + w_dp*dp)
+	 * times this weight times the mean load share of those links. 0 (the
+	 * default): the engine does not look at other jobs' traffic. */
+	double contention_weight;
 };
 
 struct isle_place_req {
@@ -102,6 +121,7 @@ struct isle_place_req {
 	isle_place_mode mode;
 	isle_tier max_span; /* loosest tier the whole job may span */
 	isle_workload workload;
+	isle_traffic traffic; /* AUTO: inferred from the shape */
 };
 
 /* One rank of the placement: GPU gpu of node node (model indices). */
@@ -134,6 +154,7 @@ struct isle_place_result {
 	int leafs;		  /* distinct leaf groups spanned */
 	isle_tier span;		  /* loosest tier between any two ranks */
 	double frag;		  /* fragmentation penalty of the choice */
+	double contention;	  /* contention term of the choice (0: none) */
 	char reason[256];	  /* why not, on -EINVAL/-E2BIG/-ENOSPC */
 	int cap_nodes, cap_ranks; /* private */
 };
@@ -244,6 +265,38 @@ int isle_place_release(const struct isle_place_result *res,
  * space (one thread per context, like isle_place).
  */
 double isle_place_fragmentation(isle_place_ctx *c, const uint64_t *free_gpus);
+
+/*
+ * Load of running jobs on shared links (contention.c), kept incrementally:
+ * add a job when it starts, remove it with the same arguments when it
+ * ends. A job whose GPUs sit under more than one leaf group loads the
+ * uplinks of each leaf group it touches (ToR uplinks), and under more than
+ * one spine group those of each spine group (aggregation uplinks), by its
+ * traffic class's weight times its GPUs there, at most one node's GPUs
+ * (a ring crosses a group's uplinks on one node's NICs). nodes[i] and
+ * masks[i] are the job's GPUs (a result's nodes and masks). 0, or -EINVAL
+ * on a bad node or traffic class. tr AUTO counts as DP.
+ */
+int isle_place_load_add(isle_place_ctx *c, const int *nodes,
+			const uint64_t *masks, int nnodes, isle_traffic tr);
+int isle_place_load_remove(isle_place_ctx *c, const int *nodes,
+			   const uint64_t *masks, int nnodes, isle_traffic tr);
+
+/* Load and capacity (in GPUs of traffic: the group's GPUs divided by the
+ * oversubscription above it) of the uplinks of leaf or spine group
+ * `group` (tier ISLE_TIER_LEAF or ISLE_TIER_SPINE). 0 or -EINVAL. */
+int isle_place_link_load(const isle_place_ctx *c, isle_tier tier, int group,
+			 double *load, double *cap);
+
+/* The request's traffic class: req->traffic, or from the shape when AUTO
+ * (inference workload: INFER; pp > 1 and one replica: PP; else DP). */
+isle_traffic isle_traffic_of(const struct isle_place_req *req);
+/* "auto", "dp", "pp", "infer"; NULL for bad values. */
+const char *isle_traffic_name(isle_traffic tr);
+/* The one parser of a traffic class (job option, islesim):
+ * "auto", "dp" (also "train"), "pp" (also "pipeline"), "infer" (also
+ * "inference"); returns the class or -1. */
+int isle_traffic_parse(const char *s);
 
 /* "ok", "invalid request", "never fits", "no placement now", ... */
 const char *isle_place_strerror(int rc);

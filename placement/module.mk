@@ -2,7 +2,8 @@
 # unit tests and the bench-placement benchmark.
 
 PLACE_SRCS := placement/engine.c placement/tree.c placement/fill.c \
-	      placement/exact.c placement/cost.c placement/util.c
+	      placement/exact.c placement/cost.c placement/util.c \
+	      placement/contention.c
 PLACE_OBJS := $(PLACE_SRCS:%.c=$(B)/%.o)
 LIBS_A     += $(B)/libisle_place.a
 ALL_OBJS   += $(PLACE_OBJS)
@@ -19,7 +20,8 @@ $(B)/bin/islesim: $(ISLESIM_OBJS) $(B)/libisle_place.a $(B)/libisle_topo.a
 		$(B)/libisle_topo.a $(TOPO_LDLIBS) -lm $(LDLIBS)
 
 # Unit tests (cmocka). test_place_sim also links islesim's parts.
-PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum
+PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum \
+	       $(B)/tests/test_place_contention
 UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim
 $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
@@ -41,6 +43,22 @@ bench-placement: $(B)/bin/islesim
 		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/placement.txt
 	@gnuplot $(B)/bench/placement.gp && echo "plot: $(B)/bench/placement.png"
+
+# isle against isle-cc (contention-aware) on roce2, roce4 and lingjun at
+# loads 0.7 and 0.9 and superpod, nvl72 and pcie at 0.9, and isle-cc's
+# decision time at 1,000 and 10,000 nodes: build/bench/contention.json,
+# contention.txt (the table and the verdict on issue 27's goals; a miss is
+# reported, not a failed make bench).
+BENCHES += bench-contention
+.PHONY: bench-contention
+bench-contention: $(B)/bin/islesim
+	@mkdir -p $(B)/bench
+	@bench/stamp.sh $(B)/bench/contention.json -- \
+		$(B)/bin/islesim --bench-contention $(B)/bench \
+		--jobs $(PLACE_BENCH_JOBS) \
+		--commit "$$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
+		| tee $(B)/bench/contention.txt
 
 # The goal of issue 25 on islesim's output (bench/placement/wait-class.sh):
 # per size class isle <= 1.1 x min(tree, block) + 60 s, GPU-weighted wait

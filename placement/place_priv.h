@@ -47,6 +47,7 @@ struct pnorm {
 	int gran_level;
 	isle_tier max_span;
 	isle_workload workload;
+	isle_traffic traffic; /* resolved: never AUTO */
 };
 
 /* Sort entry of the fill (children of one vertex). */
@@ -126,6 +127,14 @@ struct isle_place_ctx {
 	} * memo;
 	int nmemo;
 	uint64_t *all_free;
+
+	/* Contention (contention.c): load on the uplinks of each leaf and
+	 * spine group from running jobs, their capacities, and per-call
+	 * scratch (GPUs of the candidate per group, groups touched). */
+	double *cc_load[2], *cc_cap[2];
+	int *cc_cnt[2], *cc_list[2];
+	int cc_ngroups[2];
+	int fill_cc; /* fill mode: least loaded leaf and spine groups first */
 };
 
 /* Starts a new stamp generation (clears the stamps when it wraps). */
@@ -192,6 +201,17 @@ int isle__place_better(const isle_place_ctx *c,
 		       const struct isle_place_result *b);
 void isle__place_record(isle_place_ctx *c, int scope_v, int feasible, int best,
 			const struct isle_place_result *r, const char *note);
+
+/* contention.c: allocates the link loads (at context creation; 0 or
+ * -ENOMEM) and frees them; the contention term of ranks[0..n) for q, 0
+ * when the weight is 0 or the job crosses no shared uplink; the load
+ * share of vertex v's uplinks (leaf and spine vertices, else 0). */
+int isle__place_cc_init(isle_place_ctx *c);
+void isle__place_cc_fini(isle_place_ctx *c);
+double isle__place_cc_term(isle_place_ctx *c, const struct pnorm *q,
+			   const struct isle_place_rank *ranks, int n,
+			   const struct isle_place_cost *cost);
+double isle__place_cc_share(const isle_place_ctx *c, int v);
 
 /* exact.c: the branch and bound for small jobs over the units prepared
  * last, seeded with c->best. */

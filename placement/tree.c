@@ -65,6 +65,7 @@ void isle__place_result_clear(struct isle_place_result *r)
 	r->ntp_groups = r->tp_in_island = r->islands = r->leafs = 0;
 	r->span = ISLE_TIER_ISLAND;
 	r->frag = 0.0;
+	r->contention = 0.0;
 	r->reason[0] = '\0';
 }
 
@@ -345,7 +346,7 @@ isle_place_ctx *isle_place_create(const isle_topo *t,
 				c->tier_lat[i] = c->tier_lat[i - 1];
 		}
 	}
-	if (build_tree(c))
+	if (build_tree(c) || isle__place_cc_init(c))
 		goto fail;
 	c->cap = calloc((size_t)c->nv, sizeof(int));
 	c->freec = calloc((size_t)c->nv, sizeof(int));
@@ -404,5 +405,6 @@ void isle_place_destroy(isle_place_ctx *c)
 	free(c->cands);
 	free(c->memo);
 	free(c->all_free);
+	isle__place_cc_fini(c);
 	free(c);
 }

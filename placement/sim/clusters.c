@@ -2,7 +2,9 @@
  * clusters.c - the simulated clusters, built through the isle_topo builder
  * API: (a) a DGX H100 SuperPOD-like cluster, (b) GB200 NVL72-like racks,
  * (c) PCIe servers with NVLink pairs, (d) the real Clos map of
- * shared/data/clos, plus synthetic clusters of any size for the scale runs.
+ * shared/data/clos, (e) rail-optimised RoCE clusters with 2:1 and 4:1
+ * aggregation on that map's grouping, plus synthetic clusters of any size
+ * for the scale runs.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -181,13 +183,18 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
-/* (d) the Lingjun Clos map: one host per row, 8 GPUs on NVSwitch, ASW =
- * leaf (named per PSW: ASW names repeat under different PSWs), PSW = spine,
- * DSW = core. */
-static int build_lingjun(isle_topo *t, const char *data_dir, char *err,
-			 size_t errlen)
+/* One row of the Lingjun Clos map: a host and its DSW (core), PSW
+ * (aggregation) and ASW (ToR) names. */
+typedef int (*lingjun_row_fn)(isle_topo *t, int host, const char *ip,
+			      const char *dsw, const char *psw, const char *asw,
+			      void *arg);
+
+/* Reads data_dir/clos/lingjun-2023-topo.csv row by row into fn; the one
+ * reader of the map for every cluster built from it. */
+static int read_lingjun(isle_topo *t, const char *data_dir, lingjun_row_fn fn,
+			void *arg, char *err, size_t errlen)
 {
-	char path[4096], line[512], name[64], sw[160];
+	char path[4096], line[512];
 	FILE *f;
 	int lineno = 0, host = 0, rc = 0;
 
@@ -197,14 +204,8 @@ static int build_lingjun(isle_topo *t, const char *data_dir, char *err,
 		snprintf(err, errlen, "%s: cannot open", path);
 		return -ENOENT;
 	}
-	set_tier(t, ISLE_TIER_ISLAND, 450.0, 1.0, 1.0);
-	set_tier(t, ISLE_TIER_NODE, 64.0, 2.0, 1.0);
-	set_tier(t, ISLE_TIER_LEAF, 50.0, 3.0, 1.0);
-	set_tier(t, ISLE_TIER_SPINE, 50.0, 5.0, 1.5);
-	set_tier(t, ISLE_TIER_CORE, 50.0, 7.0, 3.0);
 	while (fgets(line, sizeof(line), f)) {
 		char *ip, *dsw, *psw, *asw, *save = NULL;
-		int d, p, a, n;
 
 		lineno++;
 		line[strcspn(line, "\r\n")] = '\0';
@@ -220,26 +221,7 @@ static int build_lingjun(isle_topo *t, const char *data_dir, char *err,
 			rc = -EINVAL;
 			goto out;
 		}
-		d = isle_topo_find_switch(t, dsw);
-		if (d < 0)
-			CHECK(
-			    d = isle_topo_add_switch(t, dsw, 0, ISLE_SW_CORE));
-		snprintf(sw, sizeof(sw), "%s/%s", dsw, psw);
-		p = isle_topo_find_switch(t, sw);
-		if (p < 0) {
-			CHECK(
-			    p = isle_topo_add_switch(t, sw, 0, ISLE_SW_SPINE));
-			CHECK(isle_topo_link_switches(t, d, p));
-		}
-		snprintf(sw, sizeof(sw), "%s/%s/%s", dsw, psw, asw);
-		a = isle_topo_find_switch(t, sw);
-		if (a < 0) {
-			CHECK(a = isle_topo_add_switch(t, sw, 0, ISLE_SW_LEAF));
-			CHECK(isle_topo_link_switches(t, p, a));
-		}
-		snprintf(name, sizeof(name), "lj%03d-%.8s", ++host, ip);
-		CHECK(n = add_node(t, name, 8, 8, 1));
-		CHECK(isle_topo_attach_node(t, a, n, 0));
+		CHECK(fn(t, ++host, ip, dsw, psw, asw, arg));
 	}
 	if (host == 0) {
 		snprintf(err, errlen, "%s: no hosts", path);
@@ -251,6 +233,120 @@ out:
 			 path, lineno, strerror(-rc));
 	fclose(f);
 	return rc < 0 ? rc : 0;
+}
+
+/* The switch called name, added at level lvl when new (*isnew set). */
+static int get_switch(isle_topo *t, isle_sw_level lvl, const char *name,
+		      int *isnew)
+{
+	int s = isle_topo_find_switch(t, name);
+
+	*isnew = s < 0;
+	return s >= 0 ? s : isle_topo_add_switch(t, name, 0, lvl);
+}
+
+/* (d) the Lingjun Clos map: one host per row, 8 GPUs on NVSwitch, ASW =
+ * leaf (named per PSW: ASW names repeat under different PSWs), PSW = spine,
+ * DSW = core. */
+static int lingjun_row(isle_topo *t, int host, const char *ip, const char *dsw,
+		       const char *psw, const char *asw, void *arg)
+{
+	char name[64], sw[160];
+	int d, p, a, n, isnew, rc = 0;
+
+	(void)arg;
+	CHECK(d = get_switch(t, ISLE_SW_CORE, dsw, &isnew));
+	snprintf(sw, sizeof(sw), "%s/%s", dsw, psw);
+	CHECK(p = get_switch(t, ISLE_SW_SPINE, sw, &isnew));
+	if (isnew)
+		CHECK(isle_topo_link_switches(t, d, p));
+	snprintf(sw, sizeof(sw), "%s/%s/%s", dsw, psw, asw);
+	CHECK(a = get_switch(t, ISLE_SW_LEAF, sw, &isnew));
+	if (isnew)
+		CHECK(isle_topo_link_switches(t, p, a));
+	snprintf(name, sizeof(name), "lj%03d-%.8s", host, ip);
+	CHECK(n = add_node(t, name, 8, 8, 1));
+	CHECK(isle_topo_attach_node(t, a, n, 0));
+out:
+	return rc < 0 ? rc : 0;
+}
+
+static int build_lingjun(isle_topo *t, const char *data_dir, char *err,
+			 size_t errlen)
+{
+	set_tier(t, ISLE_TIER_ISLAND, 450.0, 1.0, 1.0);
+	set_tier(t, ISLE_TIER_NODE, 64.0, 2.0, 1.0);
+	set_tier(t, ISLE_TIER_LEAF, 50.0, 3.0, 1.0);
+	set_tier(t, ISLE_TIER_SPINE, 50.0, 5.0, 1.5);
+	set_tier(t, ISLE_TIER_CORE, 50.0, 7.0, 3.0);
+	return read_lingjun(t, data_dir, lingjun_row, NULL, err, errlen);
+}
+
+/*
+ * (e) RoCE-like, rail-optimised clusters on the Lingjun map's grouping:
+ * every host of the map is an 8-GPU NVSwitch server with 4 NICs of 400
+ * Gb/s, one per rail, GPUs 2r and 2r+1 on NIC r. Each ASW group of the map
+ * is a ToR group of 4 rail ToRs (NIC r on ToR r); each PSW group is an
+ * aggregation group of ROCE_PLANES switches that every ToR of the group
+ * uplinks to; every aggregation switch meets the ROCE_PLANES core
+ * switches of its DSW. The oversubscription (2:1 for roce2, 4:1 for
+ * roce4) sits where ToRs uplink into the aggregation; aggregation to core
+ * is 1:1 on what arrives there. Switch names join the map's names with
+ * '-' (cluster files allow no '/').
+ */
+#define ROCE_RAILS 4
+#define ROCE_PLANES 4
+
+static int roce_row(isle_topo *t, int host, const char *ip, const char *dsw,
+		    const char *psw, const char *asw, void *arg)
+{
+	int core[ROCE_PLANES], agg[ROCE_PLANES], tor, n, i, r, isnew, rc = 0;
+	char name[64], sw[160];
+
+	(void)arg;
+	for (i = 0; i < ROCE_PLANES; i++) {
+		snprintf(sw, sizeof(sw), "%s-core%d", dsw, i);
+		CHECK(core[i] = get_switch(t, ISLE_SW_CORE, sw, &isnew));
+	}
+	for (i = 0; i < ROCE_PLANES; i++) {
+		snprintf(sw, sizeof(sw), "%s-%s-agg%d", dsw, psw, i);
+		CHECK(agg[i] = get_switch(t, ISLE_SW_SPINE, sw, &isnew));
+		for (r = 0; isnew && r < ROCE_PLANES; r++)
+			CHECK(isle_topo_link_switches(t, core[r], agg[i]));
+	}
+	snprintf(name, sizeof(name), "rc%03d-%.8s", host, ip);
+	CHECK(n = add_node(t, name, 8, 8, 0));
+	for (r = 0; r < ROCE_RAILS; r++) {
+		char nic[16];
+		int k;
+
+		snprintf(sw, sizeof(sw), "%s-%s-%s-r%d", dsw, psw, asw, r);
+		CHECK(tor = get_switch(t, ISLE_SW_LEAF, sw, &isnew));
+		if (isnew) {
+			CHECK(isle_topo_set_switch(t, tor, r, 400.0));
+			for (i = 0; i < ROCE_PLANES; i++)
+				CHECK(isle_topo_link_switches(t, agg[i], tor));
+		}
+		snprintf(nic, sizeof(nic), "mlx5_%d", r);
+		CHECK(k = isle_topo_add_nic(t, n, nic, 0, r, 400.0, -1));
+		CHECK(isle_topo_set_gpu_nic(t, n, 2 * r, k));
+		CHECK(isle_topo_set_gpu_nic(t, n, 2 * r + 1, k));
+		CHECK(isle_topo_attach_node(t, tor, n, k));
+	}
+out:
+	return rc < 0 ? rc : 0;
+}
+
+static int build_roce(isle_topo *t, double oversub, const char *data_dir,
+		      char *err, size_t errlen)
+{
+	set_tier(t, ISLE_TIER_ISLAND, 450.0, 1.0, 1.0);
+	set_tier(t, ISLE_TIER_NODE, 64.0, 2.0, 1.0);
+	/* per GPU: two GPUs share a 400 Gb/s NIC */
+	set_tier(t, ISLE_TIER_LEAF, 25.0, 3.0, 1.0);
+	set_tier(t, ISLE_TIER_SPINE, 25.0, 5.0, oversub);
+	set_tier(t, ISLE_TIER_CORE, 25.0, 7.0, 1.0);
+	return read_lingjun(t, data_dir, roce_row, NULL, err, errlen);
 }
 
 int sim_cluster_build(const char *name, const char *data_dir, isle_topo **out,
@@ -275,12 +371,15 @@ int sim_cluster_build(const char *name, const char *data_dir, isle_topo **out,
 		rc = build_pcie(t);
 	} else if (!strcmp(name, "lingjun")) {
 		rc = build_lingjun(t, data_dir, err, errlen);
+	} else if (!strcmp(name, "roce2") || !strcmp(name, "roce4")) {
+		rc = build_roce(t, name[4] - '0', data_dir, err, errlen);
 	} else if (!strncmp(name, "scale:", 6) && atoi(name + 6) > 0) {
 		rc = build_superpod(t, atoi(name + 6), 32, 8);
 	} else {
 		snprintf(err, errlen,
 			 "unknown cluster '%s' (superpod, nvl72, "
-			 "pcie, lingjun, scale:N or a cluster file)",
+			 "pcie, lingjun, roce2, roce4, scale:N or a "
+			 "cluster file)",
 			 name);
 		rc = -EINVAL;
 	}

@@ -12,8 +12,10 @@
 
 /* --- clusters.c --------------------------------------------------------- */
 
-/* Builds a named cluster: "superpod", "nvl72", "pcie", "lingjun" (reads
- * data_dir/clos/lingjun-2023-topo.csv), or "scale:N" (N nodes of 8 GPUs,
+/* Builds a named cluster: "superpod", "nvl72", "pcie", "lingjun", "roce2"
+ * or "roce4" (the last three read data_dir/clos/lingjun-2023-topo.csv;
+ * roce2/roce4: 8-GPU hosts, 4 rails, 2:1 / 4:1 into the aggregation), or
+ * "scale:N" (N nodes of 8 GPUs,
  * 32 per leaf group). Also a cluster file path (isle_topo_load). Returns
  * 0 or a negative errno with err filled; *out is the caller's. */
 int sim_cluster_build(const char *name, const char *data_dir, isle_topo **out,
@@ -158,6 +160,10 @@ int sim_net_job_add(struct sim_net *n, int id, const struct sim_xfer *x,
 		    int nx);
 void sim_net_job_remove(struct sim_net *n, int id);
 
+/* Communication seconds per step of job id if it had the fabric to
+ * itself (its flows alone, max-min): *out. 0 or -errno. */
+int sim_net_comm_alone(struct sim_net *n, int id, double *out);
+
 /* Shares the fabric between all jobs' flows (max-min). 0 or -errno. */
 int sim_net_solve(struct sim_net *n);
 
@@ -188,8 +194,13 @@ enum sim_policy {
 	SIM_RANDOM,
 	SIM_TREE_SW,   /* tree with --switches=1 */
 	SIM_BLOCK_SEG, /* block with --segment */
+	SIM_ISLE_CC,   /* isle with contention_weight SIM_CC_WEIGHT */
 	SIM_NPOLICIES
 };
+
+/* isle-cc's contention_weight (isle_place.h): fixed before its results
+ * were looked at, not tuned on them. */
+#define SIM_CC_WEIGHT 1.0
 
 extern const char *const sim_policy_names[SIM_NPOLICIES];
 int sim_policy_parse(const char *s);
@@ -242,7 +253,8 @@ struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
 	double step_time_mean, step_time_p95;
-	double comm_time_mean;	       /* its communication part */
+	double comm_time_mean;	/* its communication part */
+	double step_alone_mean; /* the same jobs' step alone on the fabric */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
 	double wait_gpu_mean_s;	       /* wait weighted by the job's GPUs */
 	double tp_groups_split_pct;
@@ -285,5 +297,13 @@ void sim_opts_fill(struct sim_opts *o);
 /* Replays jobs[0..n) (sorted by submit) on t; fills m. */
 int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    const struct sim_opts *o, struct sim_metrics *m);
+
+/* --- bench_cc.c ---------------------------------------------------------- */
+
+/* islesim --bench-contention: isle against isle-cc (see bench_cc.c);
+ * writes dir/contention.json, prints the table and the goals' verdict.
+ * 0 (also when a goal is missed) or a negative errno. */
+int sim_bench_contention(const char *dir, const char *data, const char *commit,
+			 int njobs, uint64_t seed, int decisions);
 
 #endif /* ISLESIM_H */

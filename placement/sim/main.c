@@ -22,7 +22,9 @@
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
 	const char *fabric, *shape_dir, *commit;
-	int mix_set; /* --mix given: --bench runs that mix only */
+	const char *write_cluster; /* --write-cluster FILE */
+	const char *bench_cc;	   /* --bench-contention DIR */
+	int mix_set;		   /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
 	int jobs, queue_depth, decisions, trace;
@@ -36,10 +38,18 @@ static void usage(FILE *f)
 {
 	fputs(
 	    "usage: islesim [options]\n"
-	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | scale:N |"
-	    " cluster file\n"
+	    "  --cluster NAME   superpod | nvl72 | pcie | lingjun | roce2 |"
+	    " roce4 | scale:N |\n"
+	    "                   cluster file\n"
+	    "  --write-cluster FILE  write the --cluster model as a cluster"
+	    " file and exit\n"
+	    "  --bench-contention DIR  isle against isle-cc (kalos mix,"
+	    " --jobs, 3 seeds\n"
+	    "                   from --seed): DIR/contention.json and the"
+	    " table\n"
 	    "  --policy P       isle | linear | tree | block | random |"
-	    " tree-sw | block-seg | all"
+	    " tree-sw | block-seg |\n"
+	    "                   isle-cc | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
@@ -236,14 +246,14 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"wait_by_class\": {",
 			    *first ? "" : ",", cluster, c->mix,
 			    sim_policy_names[p], m.step_time_mean,
-			    m.wait_gpu_mean_s, m.step_time_mean, m.step_time_p95,
-			    m.comm_time_mean,
-			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
-			    m.jct_mean_s, m.tp_groups_split_pct,
-			    m.occupancy_mean, m.tp_in_island_pct,
-			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
-			    m.infer_latency_ratio_mean, m.fragmentation_mean,
-			    m.decision_us_p50, m.decision_us_p99);
+			    m.wait_gpu_mean_s, m.step_time_mean,
+			    m.step_time_p95, m.comm_time_mean, m.wait_mean_s,
+			    m.wait_p95_s, m.wait_gpu_mean_s, m.jct_mean_s,
+			    m.tp_groups_split_pct, m.occupancy_mean,
+			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
+			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
+			    m.fragmentation_mean, m.decision_us_p50,
+			    m.decision_us_p99);
 			for (int k = 0; k < SIM_NCLASSES; k++)
 				fprintf(js,
 					"%s\"%s\": {\"jobs\": %d, "
@@ -714,6 +724,23 @@ out:
 	return rc;
 }
 
+/* --write-cluster: the model islesim runs on, as a cluster file, so that
+ * islectl validate and the Slurm plugins can read the same cluster. */
+static int write_cluster(const struct cfg *c)
+{
+	isle_topo *t = NULL;
+	char err[512];
+	int rc;
+
+	rc = sim_cluster_build(c->cluster, c->data, &t, err, sizeof(err));
+	if (!rc)
+		rc = isle_topo_save(t, c->write_cluster, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "islesim: %s\n", err);
+	isle_topo_destroy(t);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -742,6 +769,8 @@ int main(int argc, char **argv)
 	    {"shape-dir", required_argument, NULL, 'P'},
 	    {"max-err", required_argument, NULL, 'E'},
 	    {"commit", required_argument, NULL, 'G'},
+	    {"write-cluster", required_argument, NULL, 'w'},
+	    {"bench-contention", required_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -787,6 +816,12 @@ int main(int argc, char **argv)
 			break;
 		case 'G':
 			c.commit = optarg;
+			break;
+		case 'w':
+			c.write_cluster = optarg;
+			break;
+		case 'K':
+			c.bench_cc = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);
@@ -879,6 +914,13 @@ int main(int argc, char **argv)
 		    c.max_err, stdout);
 		return rc == -ENODATA ? 3 : rc ? 1 : 0;
 	}
+	if (c.write_cluster)
+		return write_cluster(&c) ? 1 : 0;
+	if (c.bench_cc)
+		return sim_bench_contention(c.bench_cc, c.data, c.commit,
+					    c.jobs, c.seed, c.decisions)
+			   ? 1
+			   : 0;
 	if (c.replay)
 		rc = run_replay(&c);
 	else if (c.bench)
@@ -887,8 +929,7 @@ int main(int argc, char **argv)
 		int first = 1;
 
 		rc = run_scales(&c, NULL, &first);
-	}
-	else {
+	} else {
 		int first = 1;
 
 		puts(BASELINE_NOTE);

@@ -778,6 +778,62 @@ int sim_net_solve(struct sim_net *n)
 	return 0;
 }
 
+int sim_net_comm_alone(struct sim_net *n, int id, double *out)
+{
+	const struct netjob *j;
+	struct sim_use *use = NULL;
+	double *rate = NULL, ph[SIM_NPHASES];
+	int *off = NULL, nu = 0, need = 0, k, p, rc = -ENOMEM;
+
+	*out = 0;
+	if (id < 0 || id >= n->njobs || !n->jobs[id].used)
+		return -EINVAL;
+	j = &n->jobs[id];
+	for (k = 0; k < j->nflows; k++) {
+		const struct route *r =
+		    route_get(n, n->nic_sw[j->flows[k].route_src],
+			      n->nic_sw[j->flows[k].route_dst]);
+
+		need += 2 + (r ? r->n : 0);
+	}
+	off = malloc(((size_t)j->nflows + 1) * sizeof(int));
+	rate = malloc(((size_t)j->nflows + 1) * sizeof(double));
+	use = malloc(((size_t)need + 1) * sizeof(*use));
+	if (!off || !rate || !use)
+		goto out;
+	off[0] = 0;
+	for (k = 0; k < j->nflows; k++) {
+		const struct fflow *f = &j->flows[k];
+		const struct route *r = route_get(n, n->nic_sw[f->route_src],
+						  n->nic_sw[f->route_dst]);
+
+		use[nu++] = (struct sim_use){2 * f->route_src, f->mult};
+		use[nu++] = (struct sim_use){2 * f->route_dst + 1, f->mult};
+		for (int e = 0; r && e < r->n; e++)
+			use[nu++] = (struct sim_use){r->use[e].link,
+						     r->use[e].w * f->mult};
+		off[k + 1] = nu;
+	}
+	rc = sim_maxmin(2 * n->nlinks, n->cap, j->nflows, off, use, rate);
+	if (rc)
+		goto out;
+	for (p = 0; p < SIM_NPHASES; p++)
+		ph[p] = j->local[p];
+	for (k = 0; k < j->nflows; k++) {
+		double s = j->flows[k].bytes / (rate[k] * 1e9);
+
+		if (s > ph[j->flows[k].phase])
+			ph[j->flows[k].phase] = s;
+	}
+	for (p = 0; p < SIM_NPHASES; p++)
+		*out += ph[p];
+out:
+	free(off);
+	free(rate);
+	free(use);
+	return rc;
+}
+
 double sim_net_comm_time(const struct sim_net *n, int id,
 			 double phase_s[SIM_NPHASES])
 {

@@ -22,7 +22,9 @@
  *              that fits under one leaf switch waits for one;
  *   block-seg: block with --segment=S, S the largest divisor of the node
  *              count that fits a base block: each S-node segment placed
- *              by block as a job of its own, one after the other.
+ *              by block as a job of its own, one after the other;
+ *   isle-cc:   isle weighing the load running jobs put on the uplinks a
+ *              placement crosses (contention_weight, contention.c).
  * Requests with a node shape (-N k --gpus-per-node=g) take exactly g GPUs
  * on each of k nodes that have g free, as Slurm's count of usable nodes.
  * None of the baselines knows about GPU islands inside a node or TP/PP, so
@@ -38,7 +40,8 @@
 #include "islesim.h"
 
 const char *const sim_policy_names[SIM_NPOLICIES] = {
-    "isle", "linear", "tree", "block", "random", "tree-sw", "block-seg",
+    "isle",   "linear",	 "tree",      "block",
+    "random", "tree-sw", "block-seg", "isle-cc",
 };
 
 int sim_policy_parse(const char *s)
@@ -765,7 +768,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 {
 	int need = req->gpus, i, rc;
 
-	if (pc->p == SIM_ISLE)
+	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC)
 		return isle_place(pc->eng, fm, NULL, req, res);
 	pc->gpn = req->gpus_per_node;
 	if (!need)
@@ -835,7 +838,7 @@ int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
 			   const struct isle_place_req *req,
 			   struct isle_place_result *res)
 {
-	if (pc->p == SIM_ISLE)
+	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC)
 		return isle_place_later(pc->eng, fm_later, fm_now, NULL, req,
 					res);
 	return sim_policy_place(pc, fm_later, req, res);

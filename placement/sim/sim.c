@@ -56,6 +56,9 @@ struct state {
 	/* flow model: per job compute and step time, integrated over time */
 	struct sim_net *net;
 	double *compute, *step_cur, *step_int, *step_last;
+	double *step_alone; /* per job: its step time alone on the fabric */
+	double *alones;
+	int nalones, capalones;
 	char *onfab;
 	int net_dirty;
 	double *steps, *comms, *waits, *jcts;
@@ -251,6 +254,21 @@ static int net_update(struct state *s, double now)
 	return 0;
 }
 
+/* The step time job ji would have alone on the fabric: what the sharing
+ * between jobs adds to step time is the step time less this. */
+static int net_alone(struct state *s, int ji)
+{
+	double comm = 0;
+	int rc = 0;
+
+	if (s->onfab[ji])
+		rc = sim_net_comm_alone(s->net, ji, &comm);
+	else
+		comm = sim_net_comm_time(s->net, ji, NULL);
+	s->step_alone[ji] = s->compute[ji] + comm;
+	return rc;
+}
+
 /* A training job's traffic joins the flow model. */
 static int net_start(struct state *s, int ji, double now,
 		     const struct isle_place_result *r)
@@ -278,7 +296,7 @@ static int net_start(struct state *s, int ji, double now,
 	s->net_dirty |= rc > 0;
 	/* the job's own links only: its step time is fixed */
 	s->step_cur[ji] = tr.compute_s + sim_net_comm_time(s->net, ji, NULL);
-	return 0;
+	return net_alone(s, ji);
 }
 
 /* A job ends: its mean step time is recorded and its traffic leaves. */
@@ -295,6 +313,9 @@ static int net_end(struct state *s, int ji, double end)
 	     push_sample(&s->comms, &s->ncomms, &s->capcomms,
 			 s->step_int[ji] / j->duration - s->compute[ji])))
 		return -ENOMEM;
+	if (j->gpus >= 2 && push_sample(&s->alones, &s->nalones, &s->capalones,
+					s->step_alone[ji]))
+		return -ENOMEM;
 	if (s->o->cost_out && j->gpus >= 2)
 		fprintf(s->o->cost_out, "%.6f\n",
 			s->step_int[ji] / j->duration);
@@ -302,6 +323,20 @@ static int net_end(struct state *s, int ji, double end)
 	s->net_dirty |= s->onfab[ji];
 	s->onfab[ji] = 0;
 	return 0;
+}
+
+/* The engine's link loads (isle_place_load_add) follow the running jobs
+ * under every policy; only isle-cc's engine weighs them. */
+static int load_track(struct state *s, int ji, const int *nodes,
+		      const uint64_t *masks, int nnodes, int add)
+{
+	struct isle_place_req req;
+	isle_traffic tr;
+
+	make_req(s, &s->jobs[ji], &req);
+	tr = isle_traffic_of(&req);
+	return add ? isle_place_load_add(s->eng, nodes, masks, nnodes, tr)
+		   : isle_place_load_remove(s->eng, nodes, masks, nnodes, tr);
 }
 
 static int start_job(struct state *s, int ji, double now,
@@ -341,6 +376,8 @@ static int start_job(struct state *s, int ji, double now,
 			now - j->submit + j->duration))
 		return -ENOMEM;
 	rc = account(s, j, req, r);
+	if (!rc)
+		rc = load_track(s, ji, r->nodes, r->masks, r->nnodes, 1);
 	if (rc)
 		return rc;
 	return net_start(s, ji, now, r);
@@ -675,6 +712,17 @@ static double next_switch_wait(const struct state *s, double now)
 	return t;
 }
 
+/* The engine of a run: isle-cc's weighs the load of running jobs. */
+static isle_place_ctx *engine_for(const isle_topo *t, enum sim_policy p)
+{
+	struct isle_place_opts eo;
+
+	isle_place_opts_default(&eo);
+	if (p == SIM_ISLE_CC)
+		eo.contention_weight = SIM_CC_WEIGHT;
+	return isle_place_create(t, &eo);
+}
+
 int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	    const struct sim_opts *o, struct sim_metrics *m)
 {
@@ -693,7 +741,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.njobs = n;
 	isle_place_result_init(&s.res);
 	isle_place_result_init(&s.proj_res);
-	s.eng = isle_place_create(t, NULL);
+	s.eng = engine_for(t, o->policy);
 	s.free = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.proj = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	map.stamp = calloc((size_t)t->nnodes + 1, sizeof(int));
@@ -706,6 +754,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.step_int = calloc((size_t)n + 1, sizeof(double));
 	s.step_last = calloc((size_t)n + 1, sizeof(double));
 	s.onfab = calloc((size_t)n + 1, 1);
+	s.step_alone = calloc((size_t)n + 1, sizeof(double));
+	if (!s.step_alone)
+		goto out;
 	if (!s.eng || !s.free || !s.proj || !map.stamp || !s.heap || !s.queue ||
 	    !s.bf || !s.net || !s.compute || !s.step_cur || !s.step_int ||
 	    !s.step_last || !s.onfab)
@@ -764,6 +815,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			for (i = 0; i < r.nnodes; i++)
 				s.free[r.nodes[i]] |= r.masks[i];
 			s.free_total += s.jobs[r.job].gpus;
+			rc = load_track(&s, r.job, r.nodes, r.masks, r.nnodes,
+					0);
+			if (rc)
+				goto out;
 			free(r.nodes);
 			free(r.masks);
 			rc = net_end(&s, r.job, r.end);
@@ -818,6 +873,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->step_time_mean = sim_mean(s.steps, s.nsteps);
 	m->step_time_p95 = sim_pct(s.steps, s.nsteps, 0.95);
 	m->comm_time_mean = sim_mean(s.comms, s.ncomms);
+	m->step_alone_mean = sim_mean(s.alones, s.nalones);
 	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
 	m->decision_us_p50 = sim_pct(s.dec_us, s.ndec, 0.50);
 	m->decision_us_p99 = sim_pct(s.dec_us, s.ndec, 0.99);
@@ -851,6 +907,8 @@ out:
 	free(s.step_int);
 	free(s.step_last);
 	free(s.onfab);
+	free(s.step_alone);
+	free(s.alones);
 	free(s.steps);
 	free(s.comms);
 	free(s.waits);

@@ -134,6 +134,17 @@ static void test_clusters(void **state)
 		assert_null(t);
 	}
 	assert_non_null(strstr(err, "unknown cluster"));
+	/* the RoCE clusters are built on the Lingjun map: without it, an
+	 * error naming the file */
+	{
+		isle_topo *t = NULL;
+
+		assert_int_equal(sim_cluster_build("roce2", "/nonexistent", &t,
+						   err, sizeof(err)),
+				 -ENOENT);
+		assert_null(t);
+		assert_non_null(strstr(err, "lingjun-2023-topo.csv"));
+	}
 }
 
 /* Every policy places every job of a small stream; the metrics are in
@@ -164,6 +175,10 @@ static void test_run(void **state)
 		assert_true(m[p].fragmentation_mean >= 0 &&
 			    m[p].fragmentation_mean <= 1.0);
 		assert_true(m[p].comm_cost_ratio_mean >= 0.99);
+		/* sharing the fabric never makes a step shorter */
+		assert_true(m[p].step_alone_mean > 0);
+		assert_true(m[p].step_alone_mean <=
+			    m[p].step_time_mean * (1 + 1e-9));
 	}
 	assert_true(m[SIM_ISLE].tp_in_island_req_pct == 100.0);
 	{
@@ -472,7 +487,7 @@ static void test_reservation(void **state)
 	assert_int_equal(m.placed, 18);
 	assert_true(jobs[16].start == 1300); /* leaf 0 free */
 	assert_true(jobs[17].start == 210);  /* n05, outside the reservation */
-	o.max_switch_wait = 0; /* Slurm's default, 300 s */
+	o.max_switch_wait = 0;		     /* Slurm's default, 300 s */
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 18);
 	assert_true(jobs[16].start == 400); /* any 4 whole nodes */
@@ -651,6 +666,10 @@ static void test_net_sharing(void **state)
 	assert_int_equal(sim_net_solve(net), 0);
 	shared = sim_net_comm_time(net, 0, ph);
 	assert_true(fabs(shared - 2.0) < 1e-6);
+	/* alone it would still take 1 s: the sharing is the other second */
+	assert_int_equal(sim_net_comm_alone(net, 0, &alone), 0);
+	assert_true(fabs(alone - 1.0) < 1e-6);
+	assert_int_equal(sim_net_comm_alone(net, 7, &alone), -EINVAL);
 	assert_true(fabs(ph[SIM_PH_DP] - 2.0) < 1e-6 && ph[SIM_PH_TP] == 0);
 	/* it leaves: job 0 is alone again */
 	sim_net_job_remove(net, 1);
@@ -828,26 +847,28 @@ static void test_fabric_replay(void **state)
 	 * pairs ranks of the same position across the two nodes and sends
 	 * its half of the 7 MB in bf16: 4 flows of 7 MB / 4 share each node
 	 * cable (100 MB/s), 70 ms, where MPI's rings take 210 */
-	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
-		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
-		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
-		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
-		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
-		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16], async "
-		    "helper, Open MPI backend\", \"isle_comm: 2 ranks, plan "
-		    "/p.json, codecs cpu: island[island groups 2..2, 100 GB/s, "
-		    "1 us, none]\"]}",
-		    7e6 / 100e6 * 1e3, 0);
+	replay_case(
+	    "{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+	    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+	    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+	    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+	    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+	    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16], async "
+	    "helper, Open MPI backend\", \"isle_comm: 2 ranks, plan "
+	    "/p.json, codecs cpu: island[island groups 2..2, 100 GB/s, "
+	    "1 us, none]\"]}",
+	    7e6 / 100e6 * 1e3, 0);
 	/* the same sizes left to MPI by the probed crossover: MPI's rings */
-	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
-		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
-		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
-		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
-		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
-		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16]\", "
-		    "\"isle_comm: 4 ranks: crossover probed at the first "
-		    "allreduce of 16384 bytes: MPI's own up to 8388608 bytes\"]}",
-		    hop / 50e6 * 1e3, 0);
+	replay_case(
+	    "{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+	    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+	    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+	    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+	    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+	    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16]\", "
+	    "\"isle_comm: 4 ranks: crossover probed at the first "
+	    "allreduce of 16384 bytes: MPI's own up to 8388608 bytes\"]}",
+	    hop / 50e6 * 1e3, 0);
 	/* a file without placements: nothing to replay */
 	{
 		char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
