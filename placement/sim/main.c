@@ -49,7 +49,9 @@ static void usage(FILE *f)
 	    "  --slurm-release R  the Slurm release tree and block follow:"
 	    " 24.11 (default) | 25.11 | 26.05\n"
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
-	    "[,train|infer]\n"
+	    "[,train|infer[,limit]]\n"
+	    "                   (limit: the time limit in s backfill plans"
+	    " with; default the duration)\n"
 	    "  --trace          print every job's placement and rank order\n"
 	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
 	    "  --queue-depth N  default_queue_depth: jobs the main pass"
@@ -65,6 +67,11 @@ static void usage(FILE *f)
 	    " simulated time)\n"
 	    "  --max-switch-wait S  max_switch_wait: seconds tree-sw waits"
 	    " for one leaf (300)\n"
+	    "  --bf-agent       time backfill passes as backfill_agent does:"
+	    " bf_interval\n"
+	    "                   after the last pass, or at the first change"
+	    " after that\n"
+	    "                   (default: every bf_interval from time 0)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -236,14 +243,14 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"wait_by_class\": {",
 			    *first ? "" : ",", cluster, c->mix,
 			    sim_policy_names[p], m.step_time_mean,
-			    m.wait_gpu_mean_s, m.step_time_mean, m.step_time_p95,
-			    m.comm_time_mean,
-			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
-			    m.jct_mean_s, m.tp_groups_split_pct,
-			    m.occupancy_mean, m.tp_in_island_pct,
-			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
-			    m.infer_latency_ratio_mean, m.fragmentation_mean,
-			    m.decision_us_p50, m.decision_us_p99);
+			    m.wait_gpu_mean_s, m.step_time_mean,
+			    m.step_time_p95, m.comm_time_mean, m.wait_mean_s,
+			    m.wait_p95_s, m.wait_gpu_mean_s, m.jct_mean_s,
+			    m.tp_groups_split_pct, m.occupancy_mean,
+			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
+			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
+			    m.fragmentation_mean, m.decision_us_p50,
+			    m.decision_us_p99);
 			for (int k = 0; k < SIM_NCLASSES; k++)
 				fprintf(js,
 					"%s\"%s\": {\"jobs\": %d, "
@@ -732,6 +739,7 @@ int main(int argc, char **argv)
 	    {"bf-resolution", required_argument, NULL, 'Z'},
 	    {"bf-continue", no_argument, NULL, 'C'},
 	    {"max-switch-wait", required_argument, NULL, 'X'},
+	    {"bf-agent", no_argument, NULL, 'A'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -827,6 +835,9 @@ int main(int argc, char **argv)
 			c.sched.max_switch_wait = atof(optarg);
 			bad |= c.sched.max_switch_wait <= 0;
 			break;
+		case 'A':
+			c.sched.bf_agent = 1;
+			break;
 		case 'd':
 			c.data = optarg;
 			break;
@@ -887,8 +898,7 @@ int main(int argc, char **argv)
 		int first = 1;
 
 		rc = run_scales(&c, NULL, &first);
-	}
-	else {
+	} else {
 		int first = 1;
 
 		puts(BASELINE_NOTE);

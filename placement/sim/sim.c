@@ -26,6 +26,7 @@
 struct running {
 	int job;
 	double end;
+	double limit_end; /* start + time limit: what backfill plans with */
 	int nnodes;
 	int *nodes;
 	uint64_t *masks;
@@ -70,7 +71,15 @@ struct state {
 	 * outside reservations, and a scratch result */
 	uint64_t *proj, *bf;
 	struct isle_place_result proj_res;
+	int bf_started; /* jobs the last backfill pass started */
 };
+
+/* A job's time limit: backfill reserves for it, not for the run time,
+ * which Slurm does not know in advance. */
+static double job_limit(const struct sim_job *j)
+{
+	return j->limit > 0 ? j->limit : j->duration;
+}
 
 static void heap_push(struct state *s, struct running r)
 {
@@ -309,7 +318,9 @@ static int start_job(struct state *s, int ji, double now,
 {
 	struct sim_job *j = &s->jobs[ji];
 	struct isle_place_result *r = &s->res;
-	struct running run = {.job = ji, .end = now + j->duration};
+	struct running run = {.job = ji,
+			      .end = now + j->duration,
+			      .limit_end = now + job_limit(j)};
 	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
@@ -351,7 +362,7 @@ static int cmp_end(const void *a, const void *b)
 	const struct running *x = *(const struct running *const *)a;
 	const struct running *y = *(const struct running *const *)b;
 
-	return x->end < y->end ? -1 : x->end > y->end;
+	return x->limit_end < y->limit_end ? -1 : x->limit_end > y->limit_end;
 }
 
 static double round_up(double t, double res)
@@ -422,8 +433,9 @@ static int main_pass(struct state *s, double now)
  * starts) or later (a reservation of its nodes, whole nodes as Slurm's
  * node_space bitmaps, from the start rounded down to the end rounded up).
  * A later job sees the earlier ones' reservations, so it starts now only
- * where it delays none of them. Run times are the time limits (users
- * give exact limits here).
+ * where it delays none of them. Run times are the time limits
+ * (job_limit), as Slurm plans with the running jobs' end_time, their
+ * start plus limit.
  */
 struct bf_resv {
 	double start, end;
@@ -492,7 +504,7 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		       const struct isle_place_req *req, double now, double *at)
 {
 	const struct sim_opts *o = s->o;
-	double dur = round_up(j->duration, o->bf_resolution);
+	double dur = round_up(job_limit(j), o->bf_resolution);
 	double t = now, horizon = now + o->bf_window;
 	long avail = s->free_total;
 	int ri = 0, i, k, rc;
@@ -504,8 +516,8 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		double next = INFINITY;
 
 		/* running jobs that end by t give their GPUs back */
-		while (ri < m->norder &&
-		       round_up(m->order[ri]->end, o->bf_resolution) <= t) {
+		while (ri < m->norder && round_up(m->order[ri]->limit_end,
+						  o->bf_resolution) <= t) {
 			const struct running *r = m->order[ri++];
 
 			for (k = 0; k < r->nnodes; k++)
@@ -549,7 +561,7 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		}
 		if (ri < m->norder) {
 			double e =
-			    round_up(m->order[ri]->end, o->bf_resolution);
+			    round_up(m->order[ri]->limit_end, o->bf_resolution);
 
 			if (e < next)
 				next = e;
@@ -568,6 +580,7 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 	for (int i = 0; i < m->nresv; i++)
 		free(m->resv[i].nodes);
 	m->nresv = 0;
+	s->bf_started = 0;
 	rc = bf_order(s, m);
 	if (rc)
 		return rc;
@@ -593,6 +606,7 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 			s->res = s->proj_res;
 			s->proj_res = tmp;
 			rc = start_job(s, ji, now, &req);
+			s->bf_started++;
 			if (!rc)
 				rc = bf_order(s, m);
 			if (rc)
@@ -605,7 +619,7 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 
 			rc = bf_add_resv(
 			    m, &s->proj_res, st,
-			    round_up(at + j->duration, o->bf_resolution));
+			    round_up(at + job_limit(j), o->bf_resolution));
 			if (rc)
 				return rc;
 		}
@@ -658,6 +672,22 @@ void sim_opts_fill(struct sim_opts *o)
 		o->max_switch_wait = 300;
 }
 
+/*
+ * The next backfill pass as backfill_agent (backfill.c) times it: it
+ * sleeps bf_interval after a pass, then polls each second until
+ * _more_work sees a change since that pass (any job started, ended or
+ * submitted). A pass that started a job is such a change: Slurm stamps
+ * last_job_update within the second the pass ends. INFINITY: no pass is
+ * due until the next change.
+ */
+static double bf_agent_next(const struct state *s, double now, double last,
+			    int changed)
+{
+	if (!s->nqueue || !(changed || s->bf_started))
+		return INFINITY;
+	return last + s->o->bf_interval > now ? last + s->o->bf_interval : now;
+}
+
 /* The next time a queued tree-sw job stops waiting for one leaf: the
  * scheduler looks at it again then. */
 static double next_switch_wait(const struct state *s, double now)
@@ -681,7 +711,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	struct state s = {0};
 	struct bf_map map = {0};
 	struct sim_opts od = *o;
-	double now = 0, next_bf = INFINITY;
+	double now = 0, next_bf = INFINITY, last_bf = -INFINITY;
 	int ai = 0, i, rc = -ENOMEM;
 
 	memset(m, 0, sizeof(*m));
@@ -785,8 +815,14 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		if (!rc && now >= next_bf) {
 			rc = bf_pass(&s, &map, now);
 			next_bf = INFINITY;
+			last_bf = now;
 		}
-		if (changed && s.nqueue && next_bf == INFINITY)
+		if (o->bf_agent) {
+			if (next_bf == INFINITY)
+				next_bf =
+				    bf_agent_next(&s, now, last_bf, changed);
+			s.bf_started = 0;
+		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =
 			    (floor(now / o->bf_interval) + 1) * o->bf_interval;
 		if (!rc)

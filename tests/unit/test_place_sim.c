@@ -94,6 +94,17 @@ static void test_csv(void **state)
 	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "maybe"));
+	/* the 7th column: the time limit, never below the run time */
+	write_file(path, "0,60,8,8,1,train,120\n1,30,1,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	assert_true(jobs[0].limit == 120);
+	assert_true(jobs[1].limit == 0);
+	free(jobs);
+	write_file(path, "0,60,8,8,1,train,59\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ":1:"));
 	unlink(path);
 }
 
@@ -472,11 +483,59 @@ static void test_reservation(void **state)
 	assert_int_equal(m.placed, 18);
 	assert_true(jobs[16].start == 1300); /* leaf 0 free */
 	assert_true(jobs[17].start == 210);  /* n05, outside the reservation */
-	o.max_switch_wait = 0; /* Slurm's default, 300 s */
+	o.max_switch_wait = 0;		     /* Slurm's default, 300 s */
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 18);
 	assert_true(jobs[16].start == 400); /* any 4 whole nodes */
 	assert_true(jobs[17].start == 500);
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
+/* Backfill plans with time limits, and backfill_agent's pass timing. A
+ * 60-GPU job runs 0..100 s; a 64-GPU job queued at 1 s gets the
+ * reservation at 100 s. A 4-GPU job of 50 s queued at 2 s fits on the free
+ * node before that reservation when its limit is its run time: the pass
+ * at 30 s starts it (on the grid; with --bf-agent the pass at 1 s saw the
+ * queue change, so the next comes 30 s later, at 31 s). With a 200 s
+ * limit it would delay the reservation: it starts after the 64-GPU job,
+ * at 110 s. */
+static void test_limit_agent(void **state)
+{
+	char path[] = "/tmp/isle-test-limit-XXXXXX";
+	struct sim_opts o = {
+	    .policy = SIM_LINEAR, .seed = 1, .bf_resolution = 5};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256];
+	int fd = mkstemp(path), n = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	write_file(path, "0,100,60,1,1\n1,10,64,1,1\n2,50,4,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[1].start == 100);
+	assert_true(jobs[2].start == 30);
+	o.bf_agent = 1;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 31);
+	free(jobs);
+	write_file(path, "0,100,60,1,1\n1,10,64,1,1\n2,50,4,1,1,train,200\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	o.bf_agent = 0;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[1].start == 100);
+	assert_true(jobs[2].start == 110);
 	free(jobs);
 	isle_topo_destroy(t);
 }
@@ -828,26 +887,28 @@ static void test_fabric_replay(void **state)
 	 * pairs ranks of the same position across the two nodes and sends
 	 * its half of the 7 MB in bf16: 4 flows of 7 MB / 4 share each node
 	 * cable (100 MB/s), 70 ms, where MPI's rings take 210 */
-	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
-		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
-		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
-		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
-		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
-		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16], async "
-		    "helper, Open MPI backend\", \"isle_comm: 2 ranks, plan "
-		    "/p.json, codecs cpu: island[island groups 2..2, 100 GB/s, "
-		    "1 us, none]\"]}",
-		    7e6 / 100e6 * 1e3, 0);
+	replay_case(
+	    "{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+	    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+	    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+	    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+	    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+	    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16], async "
+	    "helper, Open MPI backend\", \"isle_comm: 2 ranks, plan "
+	    "/p.json, codecs cpu: island[island groups 2..2, 100 GB/s, "
+	    "1 us, none]\"]}",
+	    7e6 / 100e6 * 1e3, 0);
 	/* the same sizes left to MPI by the probed crossover: MPI's rings */
-	replay_case("{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
-		    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
-		    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
-		    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
-		    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
-		    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16]\", "
-		    "\"isle_comm: 4 ranks: crossover probed at the first "
-		    "allreduce of 16384 bytes: MPI's own up to 8388608 bytes\"]}",
-		    hop / 50e6 * 1e3, 0);
+	replay_case(
+	    "{\"kind\": \"train\", \"model\": \"7b\", \"nodes\": 2, "
+	    "\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+	    "\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], "
+	    "\"ms\": [500, 500], \"shim\": [\"isle_comm: 4 ranks, plan "
+	    "/p.json, codecs cpu: node[node groups 2..2, 32 GB/s, 2 us, "
+	    "none] leaf[leaf groups 2..2, 25 GB/s, 3 us, bf16]\", "
+	    "\"isle_comm: 4 ranks: crossover probed at the first "
+	    "allreduce of 16384 bytes: MPI's own up to 8388608 bytes\"]}",
+	    hop / 50e6 * 1e3, 0);
 	/* a file without placements: nothing to replay */
 	{
 		char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
@@ -877,6 +938,7 @@ int main(void)
 	    cmocka_unit_test(test_shaped),
 	    cmocka_unit_test(test_release),
 	    cmocka_unit_test(test_reservation),
+	    cmocka_unit_test(test_limit_agent),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
