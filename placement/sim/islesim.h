@@ -282,6 +282,10 @@ struct sim_opts {
 	 * after the previous pass, or at the first change after that
 	 * (0: on a grid of bf_interval from time 0) */
 	int bf_agent;
+	/* main passes and backfill_agent's polls on one-second ticks, this
+	 * far into each second (sim.c, tick_at) */
+	int ticks;
+	double main_phase, bf_phase;
 	FILE *trace;	/* per-job placements, or NULL */
 	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	/* "time occupancy" samples, or NULL */

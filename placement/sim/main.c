@@ -72,6 +72,11 @@ static void usage(FILE *f)
 	    "                   after the last pass, or at the first change"
 	    " after that\n"
 	    "                   (default: every bf_interval from time 0)\n"
+	    "  --ticks M,B      the main scheduler runs on the first tick after"
+	    " an event,\n"
+	    "                   M s into each second; backfill (--bf-agent)"
+	    " polls at B s\n"
+	    "                   (default: the main scheduler at the event)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -740,6 +745,7 @@ int main(int argc, char **argv)
 	    {"bf-continue", no_argument, NULL, 'C'},
 	    {"max-switch-wait", required_argument, NULL, 'X'},
 	    {"bf-agent", no_argument, NULL, 'A'},
+	    {"ticks", required_argument, NULL, 'T'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -837,6 +843,14 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			c.sched.bf_agent = 1;
+			break;
+		case 'T':
+			c.sched.ticks = 1;
+			bad |= sscanf(optarg, "%lf,%lf", &c.sched.main_phase,
+				      &c.sched.bf_phase) != 2 ||
+			       c.sched.main_phase < 0 ||
+			       c.sched.main_phase >= 1 ||
+			       c.sched.bf_phase < 0 || c.sched.bf_phase >= 1;
 			break;
 		case 'd':
 			c.data = optarg;

@@ -688,6 +688,17 @@ static double bf_agent_next(const struct state *s, double now, double last,
 	return last + s->o->bf_interval > now ? last + s->o->bf_interval : now;
 }
 
+/*
+ * With o->ticks, the schedulers act on slurmctld's one-second clocks: the
+ * main scheduler runs on the background loop's next tick after an event
+ * (main_phase s into each second), backfill_agent polls on its own ticks
+ * (bf_phase). The first tick at or after t with that phase.
+ */
+static double tick_at(double t, double phase)
+{
+	return ceil(t - phase - 1e-9) + phase;
+}
+
 /* The next time a queued tree-sw job stops waiting for one leaf: the
  * scheduler looks at it again then. */
 static double next_switch_wait(const struct state *s, double now)
@@ -712,6 +723,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	struct bf_map map = {0};
 	struct sim_opts od = *o;
 	double now = 0, next_bf = INFINITY, last_bf = -INFINITY;
+	double next_main = INFINITY;
 	int ai = 0, i, rc = -ENOMEM;
 
 	memset(m, 0, sizeof(*m));
@@ -772,7 +784,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	}
 	for (;;) {
 		double next = INFINITY, sw = next_switch_wait(&s, now);
-		int changed = 0;
+		int changed = 0, run_main, started;
 
 		while (ai < n && jobs[ai].placed < 0)
 			ai++;
@@ -782,6 +794,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next = s.heap[0].end;
 		if (next_bf < next)
 			next = next_bf;
+		if (next_main < next)
+			next = next_main;
 		if (sw < next)
 			next = sw;
 		if (next == INFINITY)
@@ -811,7 +825,17 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		/* the main scheduler runs on every event; the backfill
 		 * scheduler every bf_interval, skipping a cycle when nothing
 		 * changed (_more_work) */
-		rc = changed ? main_pass(&s, now) : 0;
+		run_main = changed;
+		if (o->ticks) {
+			if (changed && next_main == INFINITY)
+				next_main = tick_at(now, o->main_phase);
+			run_main = now >= next_main;
+			if (run_main)
+				next_main = INFINITY;
+		}
+		started = s.started;
+		rc = run_main ? main_pass(&s, now) : 0;
+		changed |= s.started > started;
 		if (!rc && now >= next_bf) {
 			rc = bf_pass(&s, &map, now);
 			next_bf = INFINITY;
@@ -821,6 +845,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			if (next_bf == INFINITY)
 				next_bf =
 				    bf_agent_next(&s, now, last_bf, changed);
+			if (o->ticks && next_bf < INFINITY)
+				next_bf = tick_at(next_bf, o->bf_phase);
 			s.bf_started = 0;
 		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =

@@ -526,6 +526,18 @@ static void test_limit_agent(void **state)
 	o.bf_agent = 1;
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_true(jobs[2].start == 31);
+	/* on slurmctld's ticks: backfill polls at .25 s and starts the first
+	 * job before the main scheduler's tick at .5 s; the next pass is
+	 * 30 s later; the 64-GPU job starts on the main tick after the
+	 * first job ends */
+	o.ticks = 1;
+	o.main_phase = 0.5;
+	o.bf_phase = 0.25;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[0].start == 0.25);
+	assert_true(jobs[1].start == 100.5);
+	assert_true(jobs[2].start == 30.25);
+	o.ticks = 0;
 	free(jobs);
 	write_file(path, "0,100,60,1,1\n1,10,64,1,1\n2,50,4,1,1,train,200\n");
 	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
