@@ -21,6 +21,7 @@
 
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
+	const char *starts;
 	const char *fabric, *shape_dir, *commit;
 	int mix_set; /* --mix given: --bench runs that mix only */
 	double max_err;
@@ -53,6 +54,8 @@ static void usage(FILE *f)
 	    "                   (limit: the time limit in s backfill plans"
 	    " with; default the duration)\n"
 	    "  --trace          print every job's placement and rank order\n"
+	    "  --starts FILE    append 'POLICY JOB SUBMIT START' per job"
+	    " (s, ms; -1: never)\n"
 	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
 	    "  --queue-depth N  default_queue_depth: jobs the main pass"
 	    " tries (100)\n"
@@ -174,6 +177,26 @@ static FILE *open_out(const char *dir, const char *kind, const char *cluster,
 	return f;
 }
 
+/* --starts: every job's submit and start to the millisecond (the start
+ * time check against real Slurm, bench/startcheck/run.sh); -1: never
+ * started. */
+static int write_starts(const char *path, const char *policy,
+			const struct sim_job *jobs, int n)
+{
+	FILE *f = fopen(path, "a");
+	int i;
+
+	if (!f) {
+		fprintf(stderr, "islesim: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s %d %.3f %.3f\n", policy, jobs[i].id,
+			jobs[i].submit,
+			jobs[i].placed > 0 ? jobs[i].start : -1.0);
+	return fclose(f) ? -EIO : 0;
+}
+
 /* Runs the policies of c on one cluster; appends JSON rows to js. */
 static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 		       int *first)
@@ -220,6 +243,12 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			fprintf(stderr, "islesim: %s/%s: %s\n", cluster,
 				sim_policy_names[p], strerror(-rc));
 			goto out;
+		}
+		if (c->starts) {
+			rc = write_starts(c->starts, sim_policy_names[p], jobs,
+					  n);
+			if (rc)
+				goto out;
 		}
 		print_row(cluster, c->csv ? "csv" : c->mix, sim_policy_names[p],
 			  &m);
@@ -746,6 +775,7 @@ int main(int argc, char **argv)
 	    {"max-switch-wait", required_argument, NULL, 'X'},
 	    {"bf-agent", no_argument, NULL, 'A'},
 	    {"ticks", required_argument, NULL, 'T'},
+	    {"starts", required_argument, NULL, 'o'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -843,6 +873,9 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			c.sched.bf_agent = 1;
+			break;
+		case 'o':
+			c.starts = optarg;
 			break;
 		case 'T':
 			c.sched.ticks = 1;

@@ -692,11 +692,17 @@ static double bf_agent_next(const struct state *s, double now, double last,
  * With o->ticks, the schedulers act on slurmctld's one-second clocks: the
  * main scheduler runs on the background loop's next tick after an event
  * (main_phase s into each second), backfill_agent polls on its own ticks
- * (bf_phase). The first tick at or after t with that phase.
+ * (bf_phase). The first tick at or after t with that phase, and the
+ * first after t (what an event at t waits for).
  */
 static double tick_at(double t, double phase)
 {
 	return ceil(t - phase - 1e-9) + phase;
+}
+
+static double tick_after(double t, double phase)
+{
+	return floor(t - phase + 1e-9) + 1 + phase;
 }
 
 /* The next time a queued tree-sw job stops waiting for one leaf: the
@@ -828,7 +834,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		run_main = changed;
 		if (o->ticks) {
 			if (changed && next_main == INFINITY)
-				next_main = tick_at(now, o->main_phase);
+				next_main = tick_after(now, o->main_phase);
 			run_main = now >= next_main;
 			if (run_main)
 				next_main = INFINITY;
@@ -846,7 +852,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 				next_bf =
 				    bf_agent_next(&s, now, last_bf, changed);
 			if (o->ticks && next_bf < INFINITY)
-				next_bf = tick_at(next_bf, o->bf_phase);
+				next_bf = next_bf > now
+					      ? tick_at(next_bf, o->bf_phase)
+					      : tick_after(now, o->bf_phase);
 			s.bf_started = 0;
 		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =
