@@ -23,21 +23,26 @@
 # What the replay takes from Slurm (slurmctld's log, in milliseconds): each
 # job's submit time (_slurm_rpc_submit_batch_job) and start (the main
 # scheduler's "sched: Allocate", backfill's "Started"); `scontrol show
-# job` gives TimeLimit, the end (its run time is EndTime - StartTime:
-# sleep plus launch and teardown, whole seconds) and checks the log's
-# times to the second. islesim: --csv (7th column: the time limit)
+# job` gives TimeLimit and checks the log's times to the second. A job's
+# run time in the replay is from its start to its completion in the log
+# ("_job_complete: ... done": sleep plus launch and teardown), when Slurm
+# has its GPUs back. islesim: --csv (7th column: the time limit)
 # --bf-interval --bf-resolution --bf-agent (passes timed as
-# backfill_agent times them) --slurm-release.
+# backfill_agent times them) --ticks (slurmctld's one-second clocks, their
+# phases measured from the log) --slurm-release --starts.
 #
 # Writes OUT.json (default build/bench/startcheck.json):
 #   {"slurm", "jobs", "bf_interval", "bf_resolution", "seed", "load",
 #    "dur_min_s", "dur_max_s", "results": [{"policy", "jobs", "within",
 #    "fraction", "diff_s": {"median", "p90", "max"}, "early", "late",
-#    "real_by": {"main", "backfill"}, "miss_by": {"main", "backfill"}}],
+#    "real_by": {"main", "backfill"}, "miss_by": {"main", "backfill"},
+#    "ticks": {"main_phase", "bf_phase"}, "fraction_no_ticks"}],
 #    "startcheck": {POLICY: fraction}, "commit", "cpu_idle_pct"}
 # and beside it startcheck-jobs.tsv (per job: policy id gpus limit_s
 # submit real_start sim_start diff scheduler), the raw material of any
 # miss. diff = sim - real, seconds; "within": |diff| <= bf_interval.
+# "fraction_no_ticks": the same with the schedulers acting at each event
+# (no --ticks), to show what slurmctld's one-second clocks account for.
 #
 # Exit: 0 with the file written; 1 on a pipeline error (a cluster that
 # does not start, an sbatch that fails, a job that does not start or end
@@ -50,7 +55,9 @@
 # (5), STARTCHECK_BF_RESOLUTION (5), STARTCHECK_PARALLEL (0; 1: the
 # policies' clusters at once), STARTCHECK_GUARD (hang guard per policy, s;
 # default 600 + 4 x the trace's span), STARTCHECK_KEEP (a dir: keep the
-# work files there).
+# work files there), STARTCHECK_FROM (a dir an earlier run kept: no Slurm
+# run, islesim replays its trace and Slurm records again; the result
+# names that run's commit as "slurm_run_commit").
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -80,7 +87,13 @@ done
 	exit 1
 }
 
-if [ -n "${STARTCHECK_KEEP:-}" ]; then
+FROM=${STARTCHECK_FROM:-}
+if [ -n "$FROM" ]; then
+	[ -r "$FROM/trace.txt" ] && [ -r "$FROM/commit" ] ||
+		{ echo "startcheck: $FROM is not a kept run (trace.txt, commit)" >&2; exit 1; }
+	work=$FROM
+	NJOBS=$(wc -l <"$FROM/trace.txt")
+elif [ -n "${STARTCHECK_KEEP:-}" ]; then
 	work=$STARTCHECK_KEEP
 	mkdir -p "$work"
 else
@@ -100,7 +113,7 @@ total=$((nodes * node_gpus))
 ver=$("$ISLE_SLURM_PREFIX/sbin/slurmctld" -V | awk '{ print $2 }')
 
 # --- the trace: "offset gpus run_s limit_min" per job ---------------------
-awk -v n="$NJOBS" -v seed="$SEED" -v load="$LOAD" -v dmin="$DMIN" \
+[ -n "$FROM" ] || awk -v n="$NJOBS" -v seed="$SEED" -v load="$LOAD" -v dmin="$DMIN" \
 	-v dmax="$DMAX" -v total="$total" 'BEGIN {
 	srand(seed)
 	split("1 2 4 8 16 32", G, " ")
@@ -119,6 +132,16 @@ awk -v n="$NJOBS" -v seed="$SEED" -v load="$LOAD" -v dmin="$DMIN" \
 		t += -log(1 - rand()) * span / n
 	}
 }' >"$work/trace.txt"
+# What a replay (STARTCHECK_FROM) takes from the run it replays.
+if [ -n "$FROM" ]; then
+	ver=$(cat "$work/slurm")
+	# shellcheck source=/dev/null
+	source "$work/params"
+else
+	isle_bench_commit >"$work/commit"
+	echo "$ver" >"$work/slurm"
+	echo "SEED=$SEED LOAD=$LOAD DMIN=$DMIN DMAX=$DMAX BFI=$BFI BFR=$BFR" >"$work/params"
+fi
 span=$(awk 'END { printf "%d", $1 }' "$work/trace.txt")
 GUARD=${STARTCHECK_GUARD:-$((600 + 4 * span))}
 
@@ -146,7 +169,8 @@ submit_trace() {
 }
 
 # Times in the log (iso8601_ms, local time) -> epoch seconds with ms.
-# Prints "jobid submit start how" for every job of the log.
+# Prints "jobid submit start how end" for every job of the log (end: the
+# job's completion, "_job_complete: ... done", when its GPUs come back).
 log_times() {
 	awk '
 	function ep(ts,   d, f) {
@@ -167,8 +191,12 @@ log_times() {
 		match($0, /JobId=[0-9]+/); id = substr($0, RSTART + 6, RLENGTH - 6)
 		if (!(id in st)) { st[id] = ep(ts); how[id] = ($0 ~ /backfill/) ? "backfill" : "main" }
 	}
+	/_job_complete: JobId=[0-9]+ done/ {
+		match($0, /JobId=[0-9]+/); id = substr($0, RSTART + 6, RLENGTH - 6)
+		if (!(id in en)) en[id] = ep(ts)
+	}
 	END {
-		for (id in sub_t) printf "%s %.3f %s %s\n", id, sub_t[id], (id in st) ? sprintf("%.3f", st[id]) : "-", (id in how) ? how[id] : "-"
+		for (id in sub_t) printf "%s %.3f %s %s %s\n", id, sub_t[id], (id in st) ? sprintf("%.3f", st[id]) : "-", (id in how) ? how[id] : "-", (id in en) ? sprintf("%.3f", en[id]) : "-"
 	}' "$1"
 }
 
@@ -178,6 +206,12 @@ log_times() {
 run_policy() {
 	local pol=$1 d=$work/$1 topo t0 left ids jobs log rel
 	mkdir -p "$d"
+	if [ -n "$FROM" ]; then
+		[ -r "$d/jobs.txt" ] && [ -r "$d/slurmctld.log" ] ||
+			{ echo "startcheck: $pol: $d has no Slurm records" >&2; return 1; }
+		replay_policy "$pol"
+		return
+	fi
 	case $pol in
 	tree | block) topo=(--topology "$pol" --topo-conf "$work/topology-$pol.conf") ;;
 	isle) topo=(--topology isle --plugin-dir "$repo/build/slurm" --etc-file "$work/isle.json") ;;
@@ -212,13 +246,19 @@ MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return
 	scontrol -o show job >"$d/jobs.txt"
 	cp "$log" "$d/slurmctld.log"
 	isle_cluster_stop
+	replay_policy "$pol"
+}
+
+# The Slurm records of one policy in $work/$1/ -> the comparison's inputs.
+replay_policy() {
+	local pol=$1 d=$work/$1 jobs rel
 	log_times "$d/slurmctld.log" >"$d/logtimes"
 	# join: trace index -> job id -> scontrol fields and log times
 	awk -v lt="$d/logtimes" -v tr="$work/trace.txt" -v ng="$node_gpus" '
 	function ep(ts) { gsub(/[-T:]/, " ", ts); return mktime(ts) }
 	function f(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
 	BEGIN {
-		while ((getline l < lt) > 0) { split(l, a, " "); sub_t[a[1]] = a[2]; st[a[1]] = a[3]; how[a[1]] = a[4] }
+		while ((getline l < lt) > 0) { split(l, a, " "); sub_t[a[1]] = a[2]; st[a[1]] = a[3]; how[a[1]] = a[4]; en[a[1]] = a[5] }
 		i = 0
 		while ((getline l < tr) > 0) { split(l, a, " "); g[i] = a[2]; i++ }
 	}
@@ -234,13 +274,16 @@ MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return
 		if (state != "COMPLETED") bad = bad " state " state
 		if (!(id in sub_t)) bad = bad " no submit record in the log"
 		if (st[id] == "-" || st[id] == "") bad = bad " no start record in the log"
+		if (en[id] == "-" || en[id] == "") bad = bad " no completion record in the log"
 		if (s == "Unknown" || e == "Unknown") bad = bad " no StartTime/EndTime"
 		if (lims <= 0) bad = bad " TimeLimit " lim
 		if (bad == "" && (st[id] - ep(s) >= 1.5 || ep(s) - st[id] >= 1.5)) bad = bad " log start " st[id] " vs StartTime " s
 		if (bad == "" && (sub_t[id] - ep(sb) >= 1.5 || ep(sb) - sub_t[id] >= 1.5)) bad = bad " log submit " sub_t[id] " vs SubmitTime " sb
 		if (bad != "") { printf "startcheck: job %s (%s):%s\n", id, name, bad > "/dev/stderr"; err = 1; next }
-		run = ep(e) - ep(s); if (run < 1) run = 1
-		printf "%d %s %d %d %.3f %.3f %d %s\n", idx, id, g[idx], lims, sub_t[id], st[id], run, how[id]
+		if (bad == "" && (en[id] - ep(e) >= 1.5 || ep(e) - en[id] >= 1.5)) bad = bad " log end " en[id] " vs EndTime " e
+		if (bad != "") { printf "startcheck: job %s (%s):%s\n", id, name, bad > "/dev/stderr"; err = 1; next }
+		run = en[id] - st[id]; if (run < 0.001) run = 0.001
+		printf "%d %s %d %d %.3f %.3f %.3f %s\n", idx, id, g[idx], lims, sub_t[id], st[id], run, how[id]
 	}
 	END { exit err }' /dev/null "$d/jobs.txt" | sort -n >"$d/raw" || {
 		echo "startcheck: $pol: job records incomplete" >&2
@@ -250,24 +293,41 @@ MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return
 	[ "$jobs" -eq "$NJOBS" ] || { echo "startcheck: $pol: $jobs of $NJOBS jobs recorded" >&2; return 1; }
 	# times from the first submit
 	awk 'NR == FNR { if (NR == 1 || $5 < t0) t0 = $5; next }
-		{ printf "%d %s %d %d %.3f %.3f %d %s\n", $1, $2, $3, $4, $5 - t0, $6 - t0, $7, $8 }' \
+		{ printf "%d %s %d %d %.3f %.3f %.3f %s\n", $1, $2, $3, $4, $5 - t0, $6 - t0, $7, $8 }' \
 		"$d/raw" "$d/raw" >"$work/$pol.tsv"
 	# islesim: jobs in priority order (job id: priority/basic), submit
 	# times non-decreasing as the log has them
 	sort -k2,2n "$work/$pol.tsv" | awk '
 		{ s = $5; if (NR > 1 && s < last) s = last; last = s
-		  printf "%.3f,%d,%d,1,1,train,%d\n", s, $7, $3, $4 > "/dev/stdout"
+		  printf "%.3f,%.3f,%d,1,1,train,%d\n", s, $7, $3, $4 > "/dev/stdout"
 		  print $1 > "'"$d/order"'" }' >"$d/replay.csv"
 	rel=$(echo "$ver" | cut -d. -f1,2)
-	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" --trace \
+	# The phases of slurmctld's one-second clocks (islesim --ticks): the
+	# circular mean of the fraction of a second at which the main
+	# scheduler's and backfill's starts fell (each clock keeps its phase
+	# over the run; docs/startcheck.md).
+	read -r pm pb < <(awk '
+		function ph(s, c) { return c == 0 && s == 0 ? 0 : (atan2(s, c) / 6.283185307 + 1) % 1 }
+		{ f = $6 - int($6); a = 6.283185307 * f
+		  if ($8 == "main") { sm += sin(a); cm += cos(a) } else { sb += sin(a); cb += cos(a) } }
+		END { printf "%.3f %.3f\n", ph(sm, cm), ph(sb, cb) }' "$work/$pol.tsv")
+	echo "$pm $pb" >"$d/phases"
+	rm -f "$d/starts" "$d/starts-noticks"
+	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
 		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
-		--slurm-release "$rel" >"$d/sim.out" ||
+		--ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
+		"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
+			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
+			--slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
 		{ echo "startcheck: $pol: islesim failed" >&2; return 1; }
-	# "job N submit S start T": N is the replay's line (1-based)
-	awk -v ord="$d/order" 'BEGIN { i = 1; while ((getline l < ord) > 0) idx[i++] = l }
-		$1 == "job" && $5 == "start" { print idx[$2], $6 }' "$d/sim.out" | sort -n >"$work/$pol.sim"
-	[ "$(wc -l <"$work/$pol.sim")" -eq "$NJOBS" ] ||
-		{ echo "startcheck: $pol: islesim started $(wc -l <"$work/$pol.sim") of $NJOBS jobs" >&2; return 1; }
+	# "POLICY N SUBMIT START": N is the replay's line (1-based)
+	for v in starts starts-noticks; do
+		awk -v ord="$d/order" 'BEGIN { i = 1; while ((getline l < ord) > 0) idx[i++] = l }
+			$4 >= 0 { print idx[$2], $4 }' "$d/$v" | sort -n >"$d/$v.idx"
+		[ "$(wc -l <"$d/$v.idx")" -eq "$NJOBS" ] ||
+			{ echo "startcheck: $pol: islesim ($v) started $(wc -l <"$d/$v.idx") of $NJOBS jobs" >&2; return 1; }
+	done
+	cp "$d/starts.idx" "$work/$pol.sim"
 }
 
 pids=()
@@ -293,7 +353,11 @@ results=()
 for pol in $POLICIES; do
 	join <(sort -k1,1 "$work/$pol.tsv") <(sort -k1,1 "$work/$pol.sim") | sort -n |
 		awk -v p="$pol" '{ printf "%s %d %s %d %d %.3f %.3f %.3f %.3f %s\n", p, $1, $2, $3, $4, $5, $6, $9, $9 - $6, $8 }' >>"$jobs_tsv.tmp"
-	results+=("$(awk -v p="$pol" -v bfi="$BFI" '
+	# the same replay with the schedulers acting at each event, no ticks
+	ntw=$(join <(sort -k1,1 "$work/$pol.tsv") <(sort -k1,1 "$work/$pol/starts-noticks.idx") |
+		awk -v bfi="$BFI" '{ d = $9 - $6; if (d <= bfi && d >= -bfi) w++ } END { print w + 0 }')
+	read -r pm pb <"$work/$pol/phases"
+	results+=("$(awk -v p="$pol" -v bfi="$BFI" -v ntw="$ntw" -v pm="$pm" -v pb="$pb" '
 	$1 == p {
 		n++; d[n] = $9; a = $9 < 0 ? -$9 : $9; ad[n] = a
 		if (a <= bfi) w++; else { if ($9 < 0) early++; else late++; miss[$10]++ }
@@ -308,7 +372,9 @@ for pol in $POLICIES; do
 		printf "\"diff_s\": {\"median\": %.2f, \"p90\": %.2f, \"max\": %.2f}, ", med, p90, ad[n]
 		printf "\"early\": %d, \"late\": %d, ", early, late
 		printf "\"real_by\": {\"main\": %d, \"backfill\": %d}, ", real["main"], real["backfill"]
-		printf "\"miss_by\": {\"main\": %d, \"backfill\": %d}}", miss["main"], miss["backfill"]
+		printf "\"miss_by\": {\"main\": %d, \"backfill\": %d}, ", miss["main"], miss["backfill"]
+		printf "\"ticks\": {\"main_phase\": %s, \"bf_phase\": %s}, ", pm, pb
+		printf "\"fraction_no_ticks\": %.4f}", n ? ntw / n : 0
 	}' "$jobs_tsv.tmp")")
 done
 {
@@ -320,9 +386,11 @@ printf '%s\n' "${results[@]}" | jq -s \
 	--arg slurm "$ver" --argjson jobs "$NJOBS" --argjson bfi "$BFI" \
 	--argjson bfr "$BFR" --argjson seed "$SEED" --argjson load "$LOAD" \
 	--argjson dmin "$DMIN" --argjson dmax "$DMAX" \
+	--arg from "$FROM" --arg src "$(cat "$work/commit")" \
 	'{slurm: $slurm, jobs: $jobs, bf_interval: $bfi, bf_resolution: $bfr,
 	  seed: $seed, load: $load, dur_min_s: $dmin, dur_max_s: $dmax,
-	  results: ., startcheck: (map({(.policy): .fraction}) | add)}' >"$out"
+	  results: ., startcheck: (map({(.policy): .fraction}) | add)}
+	  + ($from | if . == "" then {} else {slurm_run_commit: $src} end)' >"$out"
 isle_bench_stamp "$out"
 jq -r '.results[] | "startcheck: \(.policy): \(.within)/\(.jobs) jobs within one bf_interval (\(.fraction)); |diff| median \(.diff_s.median) s, p90 \(.diff_s.p90) s, max \(.diff_s.max) s"' "$out" >&2
 echo "startcheck: wrote $out and $jobs_tsv" >&2
