@@ -18,7 +18,9 @@
 # STARTCHECK_LOAD of the cluster's GPUs. Slurm: SchedulerParameters
 # bf_interval=STARTCHECK_BF_INTERVAL, bf_resolution=STARTCHECK_BF_RESOLUTION,
 # batch_sched_delay=0, sched_min_interval=0, the rest Slurm's defaults;
-# LogTimeFormat=iso8601_ms.
+# LogTimeFormat=iso8601_ms, DebugFlags=Backfill (each pass's beginning is
+# in the log: $work/POLICY/bfpasses, seconds from the first submit, for
+# the analysis of misses).
 #
 # What the replay takes from Slurm (slurmctld's log, in milliseconds): each
 # job's submit time (_slurm_rpc_submit_batch_job) and start (the main
@@ -221,13 +223,18 @@ run_policy() {
 		--gres-conf "$work/gres.conf" --timeout 300 \
 		--slurm-extra "SchedulerParameters=bf_interval=$BFI,bf_resolution=$BFR,batch_sched_delay=0,sched_min_interval=0
 LogTimeFormat=iso8601_ms
+DebugFlags=Backfill
 MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return 1; }
 	grep -q "topology/$pol" "$SLURM_CONF" || { echo "startcheck: $pol: slurm.conf lacks topology/$pol" >&2; return 1; }
 	log=$ISLE_CLUSTER_DIR/log/slurmctld.log
 	# A fresh slurmctld defers its first scheduling pass (about 2 s here):
 	# one job through it first, outside the trace (its name is not scN).
+	# Then a quiet bf_interval and more, so that backfill_agent's cycle
+	# does not carry the warm-up's phase into the trace: its first pass
+	# follows the first submit, as in islesim.
 	sbatch --wait -J warmup -o /dev/null --wrap true >/dev/null ||
 		{ echo "startcheck: $pol: the warm-up job failed" >&2; return 1; }
+	sleep $((BFI + 3))
 	ids=$d/ids
 	: >"$ids"
 	echo "startcheck: $pol: submitting $NJOBS jobs over ${span} s (Slurm $ver)" >&2
@@ -328,6 +335,13 @@ replay_policy() {
 			{ echo "startcheck: $pol: islesim ($v) started $(wc -l <"$d/$v.idx") of $NJOBS jobs" >&2; return 1; }
 	done
 	cp "$d/starts.idx" "$work/$pol.sim"
+	awk -v t0="$(awk 'NR == 1 || $5 < m { m = $5 } END { print m }' "$d/raw")" '
+		/sched\/backfill: _attempt_backfill: beginning/ {
+			ts = substr($1, 2, length($1) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			printf "%.3f\n", mktime(ts) + f - t0
+		}' "$d/slurmctld.log" >"$d/bfpasses"
 }
 
 pids=()

@@ -279,8 +279,8 @@ struct sim_opts {
 	int bf_continue;	/* accepted; see sim.c */
 	double max_switch_wait; /* s tree-sw waits for one leaf (300) */
 	/* backfill passes timed as backfill_agent times them: bf_interval
-	 * after the previous pass, or at the first change after that
-	 * (0: on a grid of bf_interval from time 0) */
+	 * after the previous pass while jobs pend, at once when one arrives
+	 * after that (0: on a grid of bf_interval from time 0) */
 	int bf_agent;
 	/* main passes and backfill_agent's polls on one-second ticks, this
 	 * far into each second (sim.c, tick_at) */

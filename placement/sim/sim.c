@@ -71,7 +71,6 @@ struct state {
 	 * outside reservations, and a scratch result */
 	uint64_t *proj, *bf;
 	struct isle_place_result proj_res;
-	int bf_started; /* jobs the last backfill pass started */
 };
 
 /* A job's time limit: backfill reserves for it, not for the run time,
@@ -580,7 +579,6 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 	for (int i = 0; i < m->nresv; i++)
 		free(m->resv[i].nodes);
 	m->nresv = 0;
-	s->bf_started = 0;
 	rc = bf_order(s, m);
 	if (rc)
 		return rc;
@@ -606,7 +604,6 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 			s->res = s->proj_res;
 			s->proj_res = tmp;
 			rc = start_job(s, ji, now, &req);
-			s->bf_started++;
 			if (!rc)
 				rc = bf_order(s, m);
 			if (rc)
@@ -675,15 +672,14 @@ void sim_opts_fill(struct sim_opts *o)
 /*
  * The next backfill pass as backfill_agent (backfill.c) times it: it
  * sleeps bf_interval after a pass, then polls each second until
- * _more_work sees a change since that pass (any job started, ended or
- * submitted). A pass that started a job is such a change: Slurm stamps
- * last_job_update within the second the pass ends. INFINITY: no pass is
- * due until the next change.
+ * _more_work sees a change since that pass. While jobs pend there always
+ * is one: each pass and each main pass stamp last_job_update as they set
+ * the pending jobs' expected starts and reasons, so passes follow every
+ * bf_interval. INFINITY: no job pends, no pass is due until one arrives.
  */
-static double bf_agent_next(const struct state *s, double now, double last,
-			    int changed)
+static double bf_agent_next(const struct state *s, double now, double last)
 {
-	if (!s->nqueue || !(changed || s->bf_started))
+	if (!s->nqueue)
 		return INFINITY;
 	return last + s->o->bf_interval > now ? last + s->o->bf_interval : now;
 }
@@ -849,13 +845,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		}
 		if (o->bf_agent) {
 			if (next_bf == INFINITY)
-				next_bf =
-				    bf_agent_next(&s, now, last_bf, changed);
+				next_bf = bf_agent_next(&s, now, last_bf);
 			if (o->ticks && next_bf < INFINITY)
 				next_bf = next_bf > now
 					      ? tick_at(next_bf, o->bf_phase)
 					      : tick_after(now, o->bf_phase);
-			s.bf_started = 0;
 		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =
 			    (floor(now / o->bf_interval) + 1) * o->bf_interval;
