@@ -54,8 +54,7 @@
 # Environment: STARTCHECK_JOBS (200), STARTCHECK_SEED (1),
 # STARTCHECK_POLICIES ("tree block isle"), STARTCHECK_LOAD (1.0),
 # STARTCHECK_DUR_MIN (5), STARTCHECK_DUR_MAX (120), STARTCHECK_BF_INTERVAL
-# (5), STARTCHECK_BF_RESOLUTION (5), STARTCHECK_PARALLEL (0; 1: the
-# policies' clusters at once), STARTCHECK_GUARD (hang guard per policy, s;
+# (5), STARTCHECK_BF_RESOLUTION (5), STARTCHECK_GUARD (hang guard per policy, s;
 # default 600 + 4 x the trace's span), STARTCHECK_KEEP (a dir: keep the
 # work files there), STARTCHECK_FROM (a dir an earlier run kept: no Slurm
 # run, islesim replays its trace and Slurm records again; the result
@@ -78,7 +77,6 @@ DMIN=${STARTCHECK_DUR_MIN:-5}
 DMAX=${STARTCHECK_DUR_MAX:-120}
 BFI=${STARTCHECK_BF_INTERVAL:-5}
 BFR=${STARTCHECK_BF_RESOLUTION:-5}
-PARALLEL=${STARTCHECK_PARALLEL:-0}
 cluster=$repo/tests/crosscheck/cluster.json
 sim=$repo/build/bin/islesim
 for b in "$sim" "$repo/build/bin/islectl"; do
@@ -344,21 +342,12 @@ replay_policy() {
 		}' "$d/slurmctld.log" >"$d/bfpasses"
 }
 
-pids=()
-rc=0
+# One policy after the other: clusters started from one shell share its
+# harness state (tests/cluster/cluster.sh), and each run's timing is the
+# host's alone.
 for pol in $POLICIES; do
-	if [ "$PARALLEL" = 1 ]; then
-		(run_policy "$pol") >"$work/$pol.log" 2>&1 &
-		pids+=($!)
-	else
-		run_policy "$pol" || { echo "startcheck: $pol failed" >&2; exit 1; }
-	fi
+	run_policy "$pol" || { echo "startcheck: $pol failed" >&2; exit 1; }
 done
-for p in "${pids[@]}"; do wait "$p" || rc=1; done
-if [ "$PARALLEL" = 1 ]; then
-	cat "$work"/*.log >&2 || true
-	[ $rc = 0 ] || { echo "startcheck: a policy failed" >&2; exit 1; }
-fi
 
 # --- compare ---------------------------------------------------------------
 jobs_tsv=$(dirname "$out")/startcheck-jobs.tsv
