@@ -675,11 +675,14 @@ void sim_opts_fill(struct sim_opts *o)
  * _more_work sees a change since that pass. While jobs pend there always
  * is one: each pass and each main pass stamp last_job_update as they set
  * the pending jobs' expected starts and reasons, so passes follow every
- * bf_interval. INFINITY: no job pends, no pass is due until one arrives.
+ * bf_interval. With no job pending a change still brings a pass, which
+ * finds nothing to do but restarts the cycle. INFINITY: no pass is due
+ * until the next change.
  */
-static double bf_agent_next(const struct state *s, double now, double last)
+static double bf_agent_next(const struct state *s, double now, double last,
+			    int changed)
 {
-	if (!s->nqueue)
+	if (!s->nqueue && !changed)
 		return INFINITY;
 	return last + s->o->bf_interval > now ? last + s->o->bf_interval : now;
 }
@@ -845,7 +848,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		}
 		if (o->bf_agent) {
 			if (next_bf == INFINITY)
-				next_bf = bf_agent_next(&s, now, last_bf);
+				next_bf =
+				    bf_agent_next(&s, now, last_bf, changed);
 			if (o->ticks && next_bf < INFINITY)
 				next_bf = next_bf > now
 					      ? tick_at(next_bf, o->bf_phase)

@@ -493,13 +493,13 @@ static void test_reservation(void **state)
 }
 
 /* Backfill plans with time limits, and backfill_agent's pass timing. A
- * 60-GPU job runs 0..100 s; a 64-GPU job queued at 1 s gets the
- * reservation at 100 s. A 4-GPU job of 50 s queued at 2 s fits on the free
+ * 60-GPU job runs 7..107 s; a 64-GPU job queued at 8 s gets the
+ * reservation at 107 s. A 4-GPU job of 50 s queued at 9 s fits on the free
  * node before that reservation when its limit is its run time: the pass
- * at 30 s starts it (on the grid; with --bf-agent the pass at 1 s saw the
- * queue change, so the next comes 30 s later, at 31 s). With a 200 s
- * limit it would delay the reservation: it starts after the 64-GPU job,
- * at 110 s. */
+ * at 30 s starts it (on the grid; with --bf-agent the first job's arrival
+ * brought a pass at 7 s, so the next comes 30 s later, at 37 s). With a
+ * 200 s limit it would delay the reservation: it starts after the 64-GPU
+ * job, at 117 s. */
 static void test_limit_agent(void **state)
 {
 	char path[] = "/tmp/isle-test-limit-XXXXXX";
@@ -516,16 +516,16 @@ static void test_limit_agent(void **state)
 	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
 					   &t, err, sizeof(err)),
 			 0);
-	write_file(path, "0,100,60,1,1\n1,10,64,1,1\n2,50,4,1,1\n");
+	write_file(path, "7,100,60,1,1\n8,10,64,1,1\n9,50,4,1,1\n");
 	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
 			 0);
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 3);
-	assert_true(jobs[1].start == 100);
+	assert_true(jobs[1].start == 107);
 	assert_true(jobs[2].start == 30);
 	o.bf_agent = 1;
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
-	assert_true(jobs[2].start == 31);
+	assert_true(jobs[2].start == 37);
 	/* on slurmctld's ticks: backfill polls at .25 s and starts the first
 	 * job before the main scheduler's tick at .5 s; the next pass is
 	 * 30 s later; the 64-GPU job starts on the main tick after the
@@ -534,20 +534,20 @@ static void test_limit_agent(void **state)
 	o.main_phase = 0.5;
 	o.bf_phase = 0.25;
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
-	assert_true(jobs[0].start == 0.25);
-	assert_true(jobs[1].start == 100.5);
-	assert_true(jobs[2].start == 30.25);
+	assert_true(jobs[0].start == 7.25);
+	assert_true(jobs[1].start == 107.5);
+	assert_true(jobs[2].start == 37.25);
 	o.ticks = 0;
 	free(jobs);
-	write_file(path, "0,100,60,1,1\n1,10,64,1,1\n2,50,4,1,1,train,200\n");
+	write_file(path, "7,100,60,1,1\n8,10,64,1,1\n9,50,4,1,1,train,200\n");
 	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
 			 0);
 	unlink(path);
 	o.bf_agent = 0;
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 3);
-	assert_true(jobs[1].start == 100);
-	assert_true(jobs[2].start == 110);
+	assert_true(jobs[1].start == 107);
+	assert_true(jobs[2].start == 117);
 	free(jobs);
 	isle_topo_destroy(t);
 }
