@@ -310,15 +310,25 @@ replay_policy() {
 		  printf "%.3f,%.3f,%d,1,1,train,%.3f\n", s, $7, $3, lim > "/dev/stdout"
 		  print $1 > "'"$d/order"'" }' >"$d/replay.csv"
 	rel=$(echo "$ver" | cut -d. -f1,2)
-	# The phases of slurmctld's one-second clocks (islesim --ticks): the
-	# circular mean of the fraction of a second at which the main
-	# scheduler's and backfill's starts fell (each clock keeps its phase
-	# over the run; docs/startcheck.md).
-	read -r pm pb < <(awk '
+	awk -v t0="$(awk 'NR == 1 || $5 < m { m = $5 } END { print m }' "$d/raw")" '
+		/sched\/backfill: _attempt_backfill: beginning/ {
+			ts = substr($1, 2, length($1) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			printf "%.3f\n", mktime(ts) + f - t0
+		}' "$d/slurmctld.log" >"$d/bfpasses"
+	# The phases of slurmctld's one-second clocks (islesim --ticks). The
+	# main scheduler's keeps its phase over the run: the circular mean of
+	# the fraction of a second at which its starts fell. backfill_agent's
+	# follows its own passes and drifts with them (islesim follows that):
+	# only its first pass of the trace is taken, from the log's
+	# "beginning" lines (DebugFlags=Backfill), else the circular mean of
+	# backfill's starts (docs/startcheck.md).
+	read -r pm pb < <(awk -v first="$(awk '$1 >= 0 { printf "%.3f", $1; exit }' "$d/bfpasses")" '
 		function ph(s, c) { return c == 0 && s == 0 ? 0 : (atan2(s, c) / 6.283185307 + 1) % 1 }
 		{ f = $6 - int($6); a = 6.283185307 * f
 		  if ($8 == "main") { sm += sin(a); cm += cos(a) } else { sb += sin(a); cb += cos(a) } }
-		END { printf "%.3f %.3f\n", ph(sm, cm), ph(sb, cb) }' "$work/$pol.tsv")
+		END { printf "%.3f %.3f\n", ph(sm, cm), first != "" ? first - int(first) : ph(sb, cb) }' "$work/$pol.tsv")
 	echo "$pm $pb" >"$d/phases"
 	rm -f "$d/starts" "$d/starts-noticks"
 	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
@@ -336,13 +346,6 @@ replay_policy() {
 			{ echo "startcheck: $pol: islesim ($v) started $(wc -l <"$d/$v.idx") of $NJOBS jobs" >&2; return 1; }
 	done
 	cp "$d/starts.idx" "$work/$pol.sim"
-	awk -v t0="$(awk 'NR == 1 || $5 < m { m = $5 } END { print m }' "$d/raw")" '
-		/sched\/backfill: _attempt_backfill: beginning/ {
-			ts = substr($1, 2, length($1) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
-			gsub(/[-T:]/, " ", ts); f = 0
-			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
-			printf "%.3f\n", mktime(ts) + f - t0
-		}' "$d/slurmctld.log" >"$d/bfpasses"
 }
 
 # One policy after the other: clusters started from one shell share its

@@ -690,18 +690,37 @@ static double bf_agent_next(const struct state *s, double now, double last,
 /*
  * With o->ticks, the schedulers act on slurmctld's one-second clocks: the
  * main scheduler runs on the background loop's next tick after an event
- * (main_phase s into each second), backfill_agent polls on its own ticks
- * (bf_phase). The first tick at or after t with that phase, and the
- * first after t (what an event at t waits for).
+ * (main_phase s into each second), backfill_agent on its own (bf_poll).
+ * The first tick after t (what an event at t waits for).
  */
-static double tick_at(double t, double phase)
-{
-	return ceil(t - phase - 1e-9) + phase;
-}
-
 static double tick_after(double t, double phase)
 {
 	return floor(t - phase + 1e-9) + 1 + phase;
+}
+
+/* _more_work compares time() stamps, whole seconds: a change in the second
+ * a pass ran counts as one after it. slurmctld's main scheduler ticks
+ * when a second begins, so main_phase marks the seconds. */
+static int same_second_or_later(double change, double pass, double phase)
+{
+	return change > -INFINITY &&
+	       floor(change - phase + 1e-9) >= floor(pass - phase + 1e-9);
+}
+
+/* backfill_agent wakes bf_interval after its last pass and then polls
+ * each second from there: its clock follows its own passes (and drifts
+ * with them), bf_phase only places the first one. due: bf_agent_next's
+ * time (the wake-up, or now). */
+static double bf_poll(double last, double interval, double now, double due,
+		      double phase)
+{
+	double wake = last + interval;
+
+	if (last == -INFINITY)
+		return tick_after(now, phase);
+	if (due > now)
+		return due;
+	return wake + floor(now - wake + 1e-9) + 1;
 }
 
 /* The next time a queued tree-sw job stops waiting for one leaf: the
@@ -728,6 +747,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	struct bf_map map = {0};
 	struct sim_opts od = *o;
 	double now = 0, next_bf = INFINITY, last_bf = -INFINITY;
+	double last_change = -INFINITY;
 	double next_main = INFINITY;
 	int ai = 0, i, rc = -ENOMEM;
 
@@ -845,15 +865,21 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			rc = bf_pass(&s, &map, now);
 			next_bf = INFINITY;
 			last_bf = now;
+			changed |= s.started > started;
 		}
+		if (changed)
+			last_change = now;
 		if (o->bf_agent) {
 			if (next_bf == INFINITY)
-				next_bf =
-				    bf_agent_next(&s, now, last_bf, changed);
+				next_bf = bf_agent_next(
+				    &s, now, last_bf,
+				    o->ticks ? same_second_or_later(
+						   last_change, last_bf,
+						   o->main_phase)
+					     : changed);
 			if (o->ticks && next_bf < INFINITY)
-				next_bf = next_bf > now
-					      ? tick_at(next_bf, o->bf_phase)
-					      : tick_after(now, o->bf_phase);
+				next_bf = bf_poll(last_bf, o->bf_interval, now,
+						  next_bf, o->bf_phase);
 		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =
 			    (floor(now / o->bf_interval) + 1) * o->bf_interval;
