@@ -38,7 +38,9 @@
 #    "dur_min_s", "dur_max_s", "results": [{"policy", "jobs", "within",
 #    "fraction", "diff_s": {"median", "p90", "max"}, "early", "late",
 #    "real_by": {"main", "backfill"}, "miss_by": {"main", "backfill"},
-#    "ticks": {"main_phase", "bf_phase"}, "fraction_no_ticks"}],
+#    "ticks": {"main_phase", "bf_phase"}, "fraction_no_ticks",
+#    "slurm_cpu_idle_pct": the host's idle CPU share over that policy's
+#    Slurm run (null: not recorded)}],
 #    "startcheck": {POLICY: fraction}, "commit", "cpu_idle_pct"}
 # and beside it startcheck-jobs.tsv (per job: policy id gpus limit_s
 # submit real_start sim_start diff scheduler), the raw material of any
@@ -217,6 +219,8 @@ run_policy() {
 	isle) topo=(--topology isle --plugin-dir "$repo/build/slurm" --etc-file "$work/isle.json") ;;
 	*) echo "startcheck: unknown policy $pol" >&2; return 1 ;;
 	esac
+	local cpu0
+	cpu0=$(isle__bench_cpu)
 	isle_cluster_start --nodes "$nodes" --gpus "$node_gpus" "${topo[@]}" \
 		--gres-conf "$work/gres.conf" --timeout 300 \
 		--slurm-extra "SchedulerParameters=bf_interval=$BFI,bf_resolution=$BFR,batch_sched_delay=0,sched_min_interval=0
@@ -251,6 +255,8 @@ MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return
 	scontrol -o show job >"$d/jobs.txt"
 	cp "$log" "$d/slurmctld.log"
 	isle_cluster_stop
+	# the host's idle CPU share over this policy's Slurm run (bench/stamp.sh)
+	echo "$cpu0 $(isle__bench_cpu)" | awk '{ t = $4 - $2; printf "%.1f\n", (t > 0 ? 100 * ($3 - $1) / t : 0) }' >"$d/cpu_idle"
 	replay_policy "$pol"
 }
 
@@ -366,7 +372,8 @@ for pol in $POLICIES; do
 	ntw=$(join <(sort -k1,1 "$work/$pol.tsv") <(sort -k1,1 "$work/$pol/starts-noticks.idx") |
 		awk -v bfi="$BFI" '{ d = $9 - $6; if (d <= bfi && d >= -bfi) w++ } END { print w + 0 }')
 	read -r pm pb <"$work/$pol/phases"
-	results+=("$(awk -v p="$pol" -v bfi="$BFI" -v ntw="$ntw" -v pm="$pm" -v pb="$pb" '
+	idle=$(cat "$work/$pol/cpu_idle" 2>/dev/null || echo null)
+	results+=("$(awk -v p="$pol" -v bfi="$BFI" -v ntw="$ntw" -v pm="$pm" -v pb="$pb" -v idle="$idle" '
 	$1 == p {
 		n++; d[n] = $9; a = $9 < 0 ? -$9 : $9; ad[n] = a
 		if (a <= bfi) w++; else { if ($9 < 0) early++; else late++; miss[$10]++ }
@@ -383,7 +390,7 @@ for pol in $POLICIES; do
 		printf "\"real_by\": {\"main\": %d, \"backfill\": %d}, ", real["main"], real["backfill"]
 		printf "\"miss_by\": {\"main\": %d, \"backfill\": %d}, ", miss["main"], miss["backfill"]
 		printf "\"ticks\": {\"main_phase\": %s, \"bf_phase\": %s}, ", pm, pb
-		printf "\"fraction_no_ticks\": %.4f}", n ? ntw / n : 0
+		printf "\"fraction_no_ticks\": %.4f, \"slurm_cpu_idle_pct\": %s}", n ? ntw / n : 0, idle
 	}' "$jobs_tsv.tmp")")
 done
 {
