@@ -865,9 +865,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			rc = bf_pass(&s, &map, now);
 			next_bf = INFINITY;
 			last_bf = now;
-			changed |= s.started > started;
 		}
-		if (changed)
+		/* the pass's own starts count for _more_work (--ticks) only:
+		 * without it the passes follow events, as before */
+		if (changed || s.started > started)
 			last_change = now;
 		if (o->bf_agent) {
 			if (next_bf == INFINITY)
