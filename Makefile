@@ -204,6 +204,7 @@ include exporter/module.mk
 include bench/fabric/module.mk
 include bench/load/module.mk
 include bench/soak/module.mk
+include bench/startcheck/module.mk
 include tests/module.mk
 include tests/fuzz/module.mk
 

@@ -44,6 +44,9 @@ double sim_mean(const double *v, int n); /* 0 when n is 0 */
 struct sim_job {
 	int id;
 	double submit, duration; /* seconds */
+	/* the time limit backfill plans with (s); 0: the duration, as
+	 * when users give exact limits */
+	double limit;
 	int gpus, tp, pp;
 	isle_workload workload;
 	/* filled by the simulation */
@@ -74,8 +77,9 @@ double sim_rng_unif(struct sim_rng *r); /* [0, 1) */
 struct sim_job *sim_workload_gen(const struct sim_mix *mix, int njobs,
 				 long total_gpus, double load, uint64_t seed);
 
-/* Reads "submit,duration,gpus,tp,pp[,workload]" lines (header optional,
- * '#' comments). Returns 0 or -errno with err naming file:line. */
+/* Reads "submit,duration,gpus,tp,pp[,workload[,limit]]" lines (header
+ * optional, '#' comments; limit in seconds, at least the duration).
+ * Returns 0 or -errno with err naming file:line. */
 int sim_workload_read(const char *path, struct sim_job **jobs, int *njobs,
 		      char *err, size_t errlen);
 
@@ -286,7 +290,15 @@ struct sim_opts {
 	double bf_resolution;	/* s, the map's time step (60) */
 	int bf_continue;	/* accepted; see sim.c */
 	double max_switch_wait; /* s tree-sw waits for one leaf (300) */
-	FILE *trace;		/* per-job placements, or NULL */
+	/* backfill passes timed as backfill_agent times them: bf_interval
+	 * after the previous pass while jobs pend, at once when one arrives
+	 * after that (0: on a grid of bf_interval from time 0) */
+	int bf_agent;
+	/* main passes and backfill_agent's polls on one-second ticks, this
+	 * far into each second (sim.c, tick_at) */
+	int ticks;
+	double main_phase, bf_phase;
+	FILE *trace;	/* per-job placements, or NULL */
 	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	/* "time occupancy" samples, or NULL */
 };

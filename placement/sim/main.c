@@ -21,6 +21,7 @@
 
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
+	const char *starts;
 	const char *fabric, *shape_dir, *commit;
 	const char *write_cluster; /* --write-cluster FILE */
 	const char *bench_cc;	   /* --bench-contention DIR */
@@ -59,8 +60,12 @@ static void usage(FILE *f)
 	    "  --slurm-release R  the Slurm release tree and block follow:"
 	    " 24.11 (default) | 25.11 | 26.05\n"
 	    "  --csv FILE       read jobs: submit,duration,gpus,tp,pp"
-	    "[,train|infer]\n"
+	    "[,train|infer[,limit]]\n"
+	    "                   (limit: the time limit in s backfill plans"
+	    " with; default the duration)\n"
 	    "  --trace          print every job's placement and rank order\n"
+	    "  --starts FILE    append 'POLICY JOB SUBMIT START' per job"
+	    " (s, ms; -1: never)\n"
 	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
 	    "  --queue-depth N  default_queue_depth: jobs the main pass"
 	    " tries (100)\n"
@@ -75,6 +80,17 @@ static void usage(FILE *f)
 	    " simulated time)\n"
 	    "  --max-switch-wait S  max_switch_wait: seconds tree-sw waits"
 	    " for one leaf (300)\n"
+	    "  --bf-agent       time backfill passes as backfill_agent does:"
+	    " bf_interval\n"
+	    "                   after the last pass while jobs pend, at once"
+	    " when one arrives later\n"
+	    "                   (default: every bf_interval from time 0)\n"
+	    "  --ticks M,B      the main scheduler runs on the first tick after"
+	    " an event,\n"
+	    "                   M s into each second; backfill (--bf-agent)"
+	    " polls each\n"
+	    "                   second from its last pass, the first at B s\n"
+	    "                   (default: the main scheduler at the event)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -172,6 +188,26 @@ static FILE *open_out(const char *dir, const char *kind, const char *cluster,
 	return f;
 }
 
+/* --starts: every job's submit and start to the millisecond (the start
+ * time check against real Slurm, bench/startcheck/run.sh); -1: never
+ * started. */
+static int write_starts(const char *path, const char *policy,
+			const struct sim_job *jobs, int n)
+{
+	FILE *f = fopen(path, "a");
+	int i;
+
+	if (!f) {
+		fprintf(stderr, "islesim: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s %d %.3f %.3f\n", policy, jobs[i].id,
+			jobs[i].submit,
+			jobs[i].placed > 0 ? jobs[i].start : -1.0);
+	return fclose(f) ? -EIO : 0;
+}
+
 /* Runs the policies of c on one cluster; appends JSON rows to js. */
 static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 		       int *first)
@@ -218,6 +254,12 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			fprintf(stderr, "islesim: %s/%s: %s\n", cluster,
 				sim_policy_names[p], strerror(-rc));
 			goto out;
+		}
+		if (c->starts) {
+			rc = write_starts(c->starts, sim_policy_names[p], jobs,
+					  n);
+			if (rc)
+				goto out;
 		}
 		print_row(cluster, c->csv ? "csv" : c->mix, sim_policy_names[p],
 			  &m);
@@ -759,6 +801,9 @@ int main(int argc, char **argv)
 	    {"bf-resolution", required_argument, NULL, 'Z'},
 	    {"bf-continue", no_argument, NULL, 'C'},
 	    {"max-switch-wait", required_argument, NULL, 'X'},
+	    {"bf-agent", no_argument, NULL, 'A'},
+	    {"ticks", required_argument, NULL, 'T'},
+	    {"starts", required_argument, NULL, 'o'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
 	    {"scale", required_argument, NULL, 'S'},
@@ -861,6 +906,20 @@ int main(int argc, char **argv)
 		case 'X':
 			c.sched.max_switch_wait = atof(optarg);
 			bad |= c.sched.max_switch_wait <= 0;
+			break;
+		case 'A':
+			c.sched.bf_agent = 1;
+			break;
+		case 'o':
+			c.starts = optarg;
+			break;
+		case 'T':
+			c.sched.ticks = 1;
+			bad |= sscanf(optarg, "%lf,%lf", &c.sched.main_phase,
+				      &c.sched.bf_phase) != 2 ||
+			       c.sched.main_phase < 0 ||
+			       c.sched.main_phase >= 1 ||
+			       c.sched.bf_phase < 0 || c.sched.bf_phase >= 1;
 			break;
 		case 'd':
 			c.data = optarg;

@@ -26,6 +26,7 @@
 struct running {
 	int job;
 	double end;
+	double limit_end; /* start + time limit: what backfill plans with */
 	int nnodes;
 	int *nodes;
 	uint64_t *masks;
@@ -74,6 +75,13 @@ struct state {
 	uint64_t *proj, *bf;
 	struct isle_place_result proj_res;
 };
+
+/* A job's time limit: backfill reserves for it, not for the run time,
+ * which Slurm does not know in advance. */
+static double job_limit(const struct sim_job *j)
+{
+	return j->limit > 0 ? j->limit : j->duration;
+}
 
 static void heap_push(struct state *s, struct running r)
 {
@@ -344,7 +352,9 @@ static int start_job(struct state *s, int ji, double now,
 {
 	struct sim_job *j = &s->jobs[ji];
 	struct isle_place_result *r = &s->res;
-	struct running run = {.job = ji, .end = now + j->duration};
+	struct running run = {.job = ji,
+			      .end = now + j->duration,
+			      .limit_end = now + job_limit(j)};
 	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
@@ -388,7 +398,7 @@ static int cmp_end(const void *a, const void *b)
 	const struct running *x = *(const struct running *const *)a;
 	const struct running *y = *(const struct running *const *)b;
 
-	return x->end < y->end ? -1 : x->end > y->end;
+	return x->limit_end < y->limit_end ? -1 : x->limit_end > y->limit_end;
 }
 
 static double round_up(double t, double res)
@@ -459,8 +469,9 @@ static int main_pass(struct state *s, double now)
  * starts) or later (a reservation of its nodes, whole nodes as Slurm's
  * node_space bitmaps, from the start rounded down to the end rounded up).
  * A later job sees the earlier ones' reservations, so it starts now only
- * where it delays none of them. Run times are the time limits (users
- * give exact limits here).
+ * where it delays none of them. Run times are the time limits
+ * (job_limit), as Slurm plans with the running jobs' end_time, their
+ * start plus limit.
  */
 struct bf_resv {
 	double start, end;
@@ -529,7 +540,7 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		       const struct isle_place_req *req, double now, double *at)
 {
 	const struct sim_opts *o = s->o;
-	double dur = round_up(j->duration, o->bf_resolution);
+	double dur = round_up(job_limit(j), o->bf_resolution);
 	double t = now, horizon = now + o->bf_window;
 	long avail = s->free_total;
 	int ri = 0, i, k, rc;
@@ -541,8 +552,8 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		double next = INFINITY;
 
 		/* running jobs that end by t give their GPUs back */
-		while (ri < m->norder &&
-		       round_up(m->order[ri]->end, o->bf_resolution) <= t) {
+		while (ri < m->norder && round_up(m->order[ri]->limit_end,
+						  o->bf_resolution) <= t) {
 			const struct running *r = m->order[ri++];
 
 			for (k = 0; k < r->nnodes; k++)
@@ -586,7 +597,7 @@ static int bf_earliest(struct state *s, struct bf_map *m,
 		}
 		if (ri < m->norder) {
 			double e =
-			    round_up(m->order[ri]->end, o->bf_resolution);
+			    round_up(m->order[ri]->limit_end, o->bf_resolution);
 
 			if (e < next)
 				next = e;
@@ -642,7 +653,7 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 
 			rc = bf_add_resv(
 			    m, &s->proj_res, st,
-			    round_up(at + j->duration, o->bf_resolution));
+			    round_up(at + job_limit(j), o->bf_resolution));
 			if (rc)
 				return rc;
 		}
@@ -695,6 +706,60 @@ void sim_opts_fill(struct sim_opts *o)
 		o->max_switch_wait = 300;
 }
 
+/*
+ * The next backfill pass as backfill_agent (backfill.c) times it: it
+ * sleeps bf_interval after a pass, then polls each second until
+ * _more_work sees a change since that pass. While jobs pend there always
+ * is one: each pass and each main pass stamp last_job_update as they set
+ * the pending jobs' expected starts and reasons, so passes follow every
+ * bf_interval. With no job pending a change still brings a pass, which
+ * finds nothing to do but restarts the cycle. INFINITY: no pass is due
+ * until the next change.
+ */
+static double bf_agent_next(const struct state *s, double now, double last,
+			    int changed)
+{
+	if (!s->nqueue && !changed)
+		return INFINITY;
+	return last + s->o->bf_interval > now ? last + s->o->bf_interval : now;
+}
+
+/*
+ * With o->ticks, the schedulers act on slurmctld's one-second clocks: the
+ * main scheduler runs on the background loop's next tick after an event
+ * (main_phase s into each second), backfill_agent on its own (bf_poll).
+ * The first tick after t (what an event at t waits for).
+ */
+static double tick_after(double t, double phase)
+{
+	return floor(t - phase + 1e-9) + 1 + phase;
+}
+
+/* _more_work compares time() stamps, whole seconds: a change in the second
+ * a pass ran counts as one after it. slurmctld's main scheduler ticks
+ * when a second begins, so main_phase marks the seconds. */
+static int same_second_or_later(double change, double pass, double phase)
+{
+	return change > -INFINITY &&
+	       floor(change - phase + 1e-9) >= floor(pass - phase + 1e-9);
+}
+
+/* backfill_agent wakes bf_interval after its last pass and then polls
+ * each second from there: its clock follows its own passes (and drifts
+ * with them), bf_phase only places the first one. due: bf_agent_next's
+ * time (the wake-up, or now). */
+static double bf_poll(double last, double interval, double now, double due,
+		      double phase)
+{
+	double wake = last + interval;
+
+	if (last == -INFINITY)
+		return tick_after(now, phase);
+	if (due > now)
+		return due;
+	return wake + floor(now - wake + 1e-9) + 1;
+}
+
 /* The next time a queued tree-sw job stops waiting for one leaf: the
  * scheduler looks at it again then. */
 static double next_switch_wait(const struct state *s, double now)
@@ -729,7 +794,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	struct state s = {0};
 	struct bf_map map = {0};
 	struct sim_opts od = *o;
-	double now = 0, next_bf = INFINITY;
+	double now = 0, next_bf = INFINITY, last_bf = -INFINITY;
+	double last_change = -INFINITY;
+	double next_main = INFINITY;
 	int ai = 0, i, rc = -ENOMEM;
 
 	memset(m, 0, sizeof(*m));
@@ -793,7 +860,7 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	}
 	for (;;) {
 		double next = INFINITY, sw = next_switch_wait(&s, now);
-		int changed = 0;
+		int changed = 0, run_main, started;
 
 		while (ai < n && jobs[ai].placed < 0)
 			ai++;
@@ -803,6 +870,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next = s.heap[0].end;
 		if (next_bf < next)
 			next = next_bf;
+		if (next_main < next)
+			next = next_main;
 		if (sw < next)
 			next = sw;
 		if (next == INFINITY)
@@ -836,12 +905,38 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		/* the main scheduler runs on every event; the backfill
 		 * scheduler every bf_interval, skipping a cycle when nothing
 		 * changed (_more_work) */
-		rc = changed ? main_pass(&s, now) : 0;
+		run_main = changed;
+		if (o->ticks) {
+			if (changed && next_main == INFINITY)
+				next_main = tick_after(now, o->main_phase);
+			run_main = now >= next_main;
+			if (run_main)
+				next_main = INFINITY;
+		}
+		started = s.started;
+		rc = run_main ? main_pass(&s, now) : 0;
+		changed |= s.started > started;
 		if (!rc && now >= next_bf) {
 			rc = bf_pass(&s, &map, now);
 			next_bf = INFINITY;
+			last_bf = now;
 		}
-		if (changed && s.nqueue && next_bf == INFINITY)
+		/* the pass's own starts count for _more_work (--ticks) only:
+		 * without it the passes follow events, as before */
+		if (changed || s.started > started)
+			last_change = now;
+		if (o->bf_agent) {
+			if (next_bf == INFINITY)
+				next_bf = bf_agent_next(
+				    &s, now, last_bf,
+				    o->ticks ? same_second_or_later(
+						   last_change, last_bf,
+						   o->main_phase)
+					     : changed);
+			if (o->ticks && next_bf < INFINITY)
+				next_bf = bf_poll(last_bf, o->bf_interval, now,
+						  next_bf, o->bf_phase);
+		} else if (changed && s.nqueue && next_bf == INFINITY)
 			next_bf =
 			    (floor(now / o->bf_interval) + 1) * o->bf_interval;
 		if (!rc)

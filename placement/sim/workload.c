@@ -195,18 +195,30 @@ int sim_workload_read(const char *path, struct sim_job **out, int *nout,
 			continue;
 		if (strstr(line, "submit"))
 			continue; /* header */
-		got = sscanf(line, "%lf , %lf , %d , %d , %d , %31[a-z]",
-			     &j.submit, &j.duration, &j.gpus, &j.tp, &j.pp, wl);
+		got = sscanf(line, "%lf , %lf , %d , %d , %d , %31[a-z] , %lf",
+			     &j.submit, &j.duration, &j.gpus, &j.tp, &j.pp, wl,
+			     &j.limit);
 		if (got < 5 || j.gpus < 1 || j.tp < 1 || j.pp < 1 ||
 		    j.duration <= 0 || j.submit < 0) {
 			snprintf(err, errlen,
 				 "%s:%d: expected submit,duration,"
-				 "gpus,tp,pp[,train|infer] with positive sizes",
+				 "gpus,tp,pp[,train|infer[,limit]] with "
+				 "positive sizes",
 				 path, lineno);
 			rc = -EINVAL;
 			goto out;
 		}
-		if (got == 6 && isle_workload_parse(wl) < 0) {
+		/* Slurm ends a job at its time limit: a longer run is not a
+		 * job Slurm could have run */
+		if (got == 7 && j.limit < j.duration) {
+			snprintf(err, errlen,
+				 "%s:%d: time limit %g s is below the "
+				 "duration %g s",
+				 path, lineno, j.limit, j.duration);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (got >= 6 && isle_workload_parse(wl) < 0) {
 			snprintf(err, errlen,
 				 "%s:%d: workload '%s' is not "
 				 "train or infer",
@@ -224,7 +236,7 @@ int sim_workload_read(const char *path, struct sim_job **out, int *nout,
 		}
 		last = j.submit;
 		j.workload =
-		    got == 6 ? isle_workload_parse(wl) : ISLE_WORKLOAD_TRAIN;
+		    got >= 6 ? isle_workload_parse(wl) : ISLE_WORKLOAD_TRAIN;
 		if (n == cap) {
 			struct sim_job *p;
 

@@ -94,6 +94,17 @@ static void test_csv(void **state)
 	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "maybe"));
+	/* the 7th column: the time limit, never below the run time */
+	write_file(path, "0,60,8,8,1,train,120\n1,30,1,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	assert_true(jobs[0].limit == 120);
+	assert_true(jobs[1].limit == 0);
+	free(jobs);
+	write_file(path, "0,60,8,8,1,train,59\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ":1:"));
 	unlink(path);
 }
 
@@ -492,6 +503,66 @@ static void test_reservation(void **state)
 	assert_int_equal(m.placed, 18);
 	assert_true(jobs[16].start == 400); /* any 4 whole nodes */
 	assert_true(jobs[17].start == 500);
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
+/* Backfill plans with time limits, and backfill_agent's pass timing. A
+ * 60-GPU job runs 7..107 s; a 64-GPU job queued at 8 s gets the
+ * reservation at 107 s. A 4-GPU job of 50 s queued at 9 s fits on the free
+ * node before that reservation when its limit is its run time: the pass
+ * at 30 s starts it (on the grid; with --bf-agent the first job's arrival
+ * brought a pass at 7 s, so the next comes 30 s later, at 37 s). With a
+ * 200 s limit it would delay the reservation: it starts after the 64-GPU
+ * job, at 117 s. */
+static void test_limit_agent(void **state)
+{
+	char path[] = "/tmp/isle-test-limit-XXXXXX";
+	struct sim_opts o = {
+	    .policy = SIM_LINEAR, .seed = 1, .bf_resolution = 5};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256];
+	int fd = mkstemp(path), n = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	write_file(path, "7,100,60,1,1\n8,10,64,1,1\n9,50,4,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[1].start == 107);
+	assert_true(jobs[2].start == 30);
+	o.bf_agent = 1;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 37);
+	/* on slurmctld's ticks: backfill polls at .25 s and starts the first
+	 * job before the main scheduler's tick at .5 s; the next pass is
+	 * 30 s later; the 64-GPU job starts on the main tick after the
+	 * first job ends */
+	o.ticks = 1;
+	o.main_phase = 0.5;
+	o.bf_phase = 0.25;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[0].start == 7.25);
+	assert_true(jobs[1].start == 107.5);
+	assert_true(jobs[2].start == 37.25);
+	o.ticks = 0;
+	free(jobs);
+	write_file(path, "7,100,60,1,1\n8,10,64,1,1\n9,50,4,1,1,train,200\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	o.bf_agent = 0;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[1].start == 107);
+	assert_true(jobs[2].start == 117);
 	free(jobs);
 	isle_topo_destroy(t);
 }
@@ -898,6 +969,7 @@ int main(void)
 	    cmocka_unit_test(test_shaped),
 	    cmocka_unit_test(test_release),
 	    cmocka_unit_test(test_reservation),
+	    cmocka_unit_test(test_limit_agent),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
