@@ -121,111 +121,6 @@ static int run_one(const struct cc_run *cr, const char *data, int njobs,
 	return rc;
 }
 
-/*
- * isle-cc's decision time on an N-node cluster about 70% busy, as
- * islesim --bench measures isle's (main.c, run_scale): kalos jobs placed
- * until 85% full, a random third of them leave; here every job that runs
- * also loads the links, so the contention term and its fill have work.
- */
-static int cc_scale(int nodes, const char *data, uint64_t seed, int decisions,
-		    double *p50, double *p99)
-{
-	struct isle_place_result res, *held = NULL;
-	struct isle_place_opts eo;
-	struct isle_place_req *hreq = NULL;
-	struct sim_job *jobs = NULL;
-	isle_place_ctx *eng = NULL;
-	uint64_t *fm = NULL;
-	double *us = NULL;
-	isle_topo *t = NULL;
-	struct sim_rng rng;
-	char name[32], err[512];
-	long busy = 0;
-	int rc, i, nheld = 0, njobs = 20000, nd = 0;
-
-	isle_place_result_init(&res);
-	snprintf(name, sizeof(name), "scale:%d", nodes);
-	rc = sim_cluster_build(name, data, &t, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "islesim: %s\n", err);
-		return rc;
-	}
-	rc = -ENOMEM;
-	isle_place_opts_default(&eo);
-	eo.contention_weight = SIM_CC_WEIGHT;
-	eng = isle_place_create(t, &eo);
-	fm = malloc((size_t)t->nnodes * sizeof(uint64_t));
-	held = calloc((size_t)njobs, sizeof(*held));
-	hreq = calloc((size_t)njobs, sizeof(*hreq));
-	us = malloc((size_t)decisions * sizeof(double));
-	jobs = sim_workload_gen(sim_mix_find(CC_MIX), njobs, t->total_gpus, 1.0,
-				seed);
-	if (!eng || !fm || !held || !hreq || !us || !jobs)
-		goto out;
-	for (i = 0; i < t->nnodes; i++)
-		fm[i] = (1ULL << t->nodes[i].ngpus) - 1;
-	sim_rng_seed(&rng, seed ^ 0x5ca1e);
-	for (i = 0; i < njobs && busy < 0.85 * t->total_gpus; i++) {
-		struct isle_place_req *req = &hreq[nheld];
-
-		isle_place_req_init(req);
-		req->gpus = jobs[i].gpus;
-		req->tp = jobs[i].tp;
-		req->pp = jobs[i].pp;
-		req->workload = jobs[i].workload;
-		if (isle_place(eng, fm, NULL, req, &held[nheld]) != 0)
-			continue;
-		rc = isle_place_commit(&held[nheld], fm);
-		if (!rc)
-			rc = isle_place_load_add(
-			    eng, held[nheld].nodes, held[nheld].masks,
-			    held[nheld].nnodes, isle_traffic_of(req));
-		if (rc)
-			goto out;
-		busy += req->gpus;
-		nheld++;
-	}
-	for (i = 0; i < nheld; i++)
-		if (sim_rng_unif(&rng) < 1.0 / 3) {
-			rc = isle_place_release(&held[i], fm);
-			if (!rc)
-				rc = isle_place_load_remove(
-				    eng, held[i].nodes, held[i].masks,
-				    held[i].nnodes, isle_traffic_of(&hreq[i]));
-			if (rc)
-				goto out;
-		}
-	for (i = 0; i < decisions; i++) {
-		const struct sim_job *j = &jobs[(i * 7919) % njobs];
-		struct isle_place_req req;
-		double t0;
-
-		isle_place_req_init(&req);
-		req.gpus = j->gpus;
-		req.tp = j->tp;
-		req.pp = j->pp;
-		req.workload = j->workload;
-		t0 = sim_now_us();
-		isle_place(eng, fm, NULL, &req, &res);
-		us[nd++] = sim_now_us() - t0;
-	}
-	*p50 = sim_pct(us, nd, 0.50);
-	*p99 = sim_pct(us, nd, 0.99);
-	rc = 0;
-out:
-	for (i = 0; held && i < nheld; i++)
-		isle_place_result_fini(&held[i]);
-	isle_place_result_fini(&res);
-	free(held);
-	free(hreq);
-	free(us);
-	free(jobs);
-	free(fm);
-	isle_place_destroy(eng);
-	isle_topo_destroy(t);
-	return rc;
-}
-
 static void json_metrics(FILE *js, const char *cluster, double load,
 			 const char *policy, uint64_t seed,
 			 const struct sim_metrics *m, int first)
@@ -264,9 +159,19 @@ int sim_bench_contention(const char *dir, const char *data, const char *commit,
 			cc_runs[k].cluster, cc_runs[k].load);
 		rc = run_one(&cc_runs[k], data, njobs, seed, &res[k]);
 	}
-	for (k = 0; k < 2 && !rc; k++)
-		rc = cc_scale(scale_nodes[k], data, seed, decisions, &p50[k],
-			      &p99[k]);
+	for (k = 0; k < 2 && !rc; k++) {
+		struct sim_scale s = {.data = data,
+				      .mix = CC_MIX,
+				      .nodes = scale_nodes[k],
+				      .seed = seed,
+				      .decisions = decisions,
+				      .contention_weight = SIM_CC_WEIGHT};
+		struct sim_scale_result r;
+
+		rc = sim_decision_time(&s, &r);
+		p50[k] = r.p50_us;
+		p99[k] = r.p99_us;
+	}
 	if (rc)
 		goto out;
 

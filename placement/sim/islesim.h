@@ -39,6 +39,25 @@ double sim_pct(double *v, int n, double p);
 double sim_median(double *v, int n);
 double sim_mean(const double *v, int n); /* 0 when n is 0 */
 
+/* --- scale.c ------------------------------------------------------------ */
+
+struct sim_scale {
+	const char *data; /* ../shared/data, for the synthetic cluster */
+	const char *mix;
+	int nodes;
+	uint64_t seed;
+	int decisions;
+	double contention_weight; /* 0: contention-blind isle */
+};
+struct sim_scale_result {
+	double p50_us, p99_us; /* thread CPU time per decision */
+	double busy_frac;      /* GPUs busy while timing */
+	int decisions;
+};
+/* Decision time on an s->nodes cluster left about 57% busy by s->mix's
+ * jobs (their link loads kept). 0 or a negative errno. */
+int sim_decision_time(const struct sim_scale *s, struct sim_scale_result *r);
+
 /* --- workload.c --------------------------------------------------------- */
 
 struct sim_job {

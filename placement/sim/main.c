@@ -319,95 +319,24 @@ out:
  * placed until 85% full, then a random third of them leave. Then
  * `decisions` requests from the same mix are placed (not committed).
  */
-static long busy_now(const isle_topo *t, const uint64_t *fm)
-{
-	long busy = t->total_gpus;
-
-	for (int i = 0; i < t->nnodes; i++)
-		busy -= __builtin_popcountll(fm[i]);
-	return busy;
-}
-
 static int run_scale(const struct cfg *c, int nodes, double *p50, double *p99)
 {
-	struct isle_place_result res, *held = NULL;
-	struct sim_job *jobs = NULL;
-	isle_place_ctx *eng = NULL;
-	uint64_t *fm = NULL;
-	double *us = NULL;
-	isle_topo *t = NULL;
-	struct sim_rng rng;
-	char name[32], err[512];
-	long busy = 0;
-	int rc, i, nheld = 0, njobs = 20000, nd = 0;
+	struct sim_scale s = {.data = c->data,
+			      .mix = c->mix,
+			      .nodes = nodes,
+			      .seed = c->seed,
+			      .decisions = c->decisions};
+	struct sim_scale_result r;
+	int rc = sim_decision_time(&s, &r);
 
-	isle_place_result_init(&res);
-	snprintf(name, sizeof(name), "scale:%d", nodes);
-	rc = sim_cluster_build(name, c->data, &t, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "islesim: %s\n", err);
+	if (rc)
 		return rc;
-	}
-	rc = -ENOMEM;
-	eng = isle_place_create(t, NULL);
-	fm = malloc((size_t)t->nnodes * sizeof(uint64_t));
-	held = calloc((size_t)njobs, sizeof(*held));
-	us = malloc((size_t)c->decisions * sizeof(double));
-	jobs = sim_workload_gen(sim_mix_find(c->mix), njobs, t->total_gpus, 1.0,
-				c->seed);
-	if (!eng || !fm || !held || !us || !jobs)
-		goto out;
-	for (i = 0; i < t->nnodes; i++)
-		fm[i] = (1ULL << t->nodes[i].ngpus) - 1;
-	sim_rng_seed(&rng, c->seed ^ 0x5ca1e);
-	for (i = 0; i < njobs && busy < 0.85 * t->total_gpus; i++) {
-		struct isle_place_req req;
-
-		isle_place_req_init(&req);
-		req.gpus = jobs[i].gpus;
-		req.tp = jobs[i].tp;
-		req.pp = jobs[i].pp;
-		if (isle_place(eng, fm, NULL, &req, &held[nheld]) == 0) {
-			isle_place_commit(&held[nheld], fm);
-			busy += req.gpus;
-			nheld++;
-		}
-	}
-	for (i = 0; i < nheld; i++)
-		if (sim_rng_unif(&rng) < 1.0 / 3)
-			isle_place_release(&held[i], fm);
-	for (i = 0; i < c->decisions; i++) {
-		const struct sim_job *j = &jobs[(i * 7919) % njobs];
-		struct isle_place_req req;
-		double t0;
-
-		isle_place_req_init(&req);
-		req.gpus = j->gpus;
-		req.tp = j->tp;
-		req.pp = j->pp;
-		req.workload = j->workload;
-		t0 = sim_now_us();
-		isle_place(eng, fm, NULL, &req, &res);
-		us[nd++] = sim_now_us() - t0;
-	}
-	*p50 = sim_pct(us, nd, 0.50);
-	*p99 = sim_pct(us, nd, 0.99);
+	*p50 = r.p50_us;
+	*p99 = r.p99_us;
 	printf("scale %6d nodes, mix %s: decision p50 %8.1f us  p99 %8.1f us "
 	       "(%d decisions, %.0f%% of GPUs busy)\n",
-	       nodes, c->mix, *p50, *p99, nd,
-	       100.0 * busy_now(t, fm) / t->total_gpus);
-	rc = 0;
-out:
-	for (i = 0; held && i < nheld; i++)
-		isle_place_result_fini(&held[i]);
-	isle_place_result_fini(&res);
-	free(held);
-	free(us);
-	free(jobs);
-	free(fm);
-	isle_place_destroy(eng);
-	isle_topo_destroy(t);
-	return rc;
+	       nodes, c->mix, *p50, *p99, r.decisions, 100.0 * r.busy_frac);
+	return 0;
 }
 
 static int run_scales(const struct cfg *c, FILE *js, int *first)
