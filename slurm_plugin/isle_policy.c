@@ -22,6 +22,13 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
+/* proto's --isle-traffic values are the engine's traffic classes. */
+_Static_assert((int)ISLE_JOB_TRAFFIC_AUTO == (int)ISLE_TRAFFIC_AUTO &&
+		   (int)ISLE_JOB_TRAFFIC_DP == (int)ISLE_TRAFFIC_DP &&
+		   (int)ISLE_JOB_TRAFFIC_PP == (int)ISLE_TRAFFIC_PP &&
+		   (int)ISLE_JOB_TRAFFIC_INFER == (int)ISLE_TRAFFIC_INFER,
+	       "enum isle_job_traffic follows isle_traffic");
+
 char *isle__policy_cluster_path(void)
 {
 	const char *key = "IsleFile=";
@@ -192,6 +199,7 @@ int isle__policy_job_opts(const struct isle__spank_policy *pol, char **env,
 	o->tp = o->pp = 1;
 	o->mode = ISLE_PLACE_PREFERRED;
 	o->span = ISLE_TIER_CORE;
+	o->traffic = ISLE_TRAFFIC_AUTO;
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
 		const char *name = isle_job_opt_desc(opt)->env;
 		const char *v = _env_value(env, nenv, name);
@@ -219,6 +227,7 @@ int isle__policy_job_opts(const struct isle__spank_policy *pol, char **env,
 	o->pp = job.pp;
 	o->mode = job.mode;
 	o->span = job.span;
+	o->traffic = (isle_traffic)job.traffic;
 out:
 	if (rc)
 		_printable(err);

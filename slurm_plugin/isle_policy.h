@@ -29,7 +29,8 @@ struct isle__job_opts {
 	int tp, pp;
 	isle_place_mode mode;
 	isle_tier span;
-	int set; /* 1 if any SPANK_ISLE_* variable was present */
+	isle_traffic traffic; /* AUTO: inferred from the job's shape */
+	int set;	      /* 1 if any SPANK_ISLE_* variable was present */
 };
 
 /*
