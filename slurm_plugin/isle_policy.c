@@ -9,7 +9,9 @@
 #include <glob.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -47,6 +49,39 @@ char *isle__policy_cluster_path(void)
 		buf[0] = '\0';
 	xfree(conf_dir);
 	return xstrdup(buf);
+}
+
+int isle__policy_contention_weight(double *w, char *err, size_t errlen)
+{
+	const char *key = "IsleContentionWeight=";
+	char *param = slurm_conf.topology_param, *p, *val, *end;
+	double v;
+	int rc = 0;
+
+	*w = 0;
+	p = param ? xstrcasestr(param, key) : NULL;
+	if (!p)
+		return 0;
+	p += strlen(key);
+	end = strchr(p, ',');
+	val = end ? xstrndup(p, end - p) : xstrdup(p);
+	errno = 0;
+	v = strtod(val, &end);
+	if (!*val || *end || errno || !isfinite(v) || v < 0 ||
+	    v > ISLE_POLICY_MAX_CC_WEIGHT) {
+		snprintf(err, errlen,
+			 "%s: TopologyParam IsleContentionWeight='%s': "
+			 "expected a number from 0 to %g",
+			 slurm_conf.slurm_conf ? slurm_conf.slurm_conf
+					       : "slurm.conf",
+			 val, ISLE_POLICY_MAX_CC_WEIGHT);
+		rc = -EINVAL;
+		goto out;
+	}
+	*w = v;
+out:
+	xfree(val);
+	return rc;
 }
 
 /* --- the admin's job option policy (plugstack.conf) -------------------- */
