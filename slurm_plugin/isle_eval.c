@@ -39,6 +39,11 @@
 #include "src/plugins/topology/common/eval_nodes.h"
 #include "src/slurmctld/slurmctld.h"
 
+/* slurmctld's job table; scontrol and slurmd load this plugin too, where
+ * these data symbols do not exist (weak: NULL there). */
+#pragma weak job_list
+#pragma weak last_job_update
+
 /*
  * The job's options (isle__policy_job_opts with isle__ctx.policy): the
  * environment reaches slurmctld from libslurm, scontrol or slurmrestd
@@ -452,7 +457,8 @@ static void _loads_sync(void)
 	job_record_t *job_ptr;
 	time_t now = time(NULL);
 
-	if (c->cc_weight <= 0 || !job_list || last_job_update < c->load_synced)
+	if (c->cc_weight <= 0 || !&job_list || !&last_job_update || !job_list ||
+	    last_job_update < c->load_synced)
 		return;
 	isle__load_begin(&c->load);
 	it = list_iterator_create(job_list);
