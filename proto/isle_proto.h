@@ -225,6 +225,7 @@ enum isle_job_opt {
 	ISLE_OPT_SPAN,
 	ISLE_OPT_COMPRESS,
 	ISLE_OPT_SHIM,
+	ISLE_OPT_TRAFFIC,
 	ISLE_OPT_COUNT
 };
 
@@ -244,6 +245,15 @@ enum isle_job_span {
 	ISLE_JOB_SPAN_CORE
 };
 enum isle_job_shim { ISLE_SHIM_AUTO = 0, ISLE_SHIM_OFF };
+/* --isle-traffic: the values of isle_traffic (placement/isle_place.h);
+ * AUTO, the default, lets the engine infer the class from the job's
+ * shape. */
+enum isle_job_traffic {
+	ISLE_JOB_TRAFFIC_AUTO = 0,
+	ISLE_JOB_TRAFFIC_DP,
+	ISLE_JOB_TRAFFIC_PP,
+	ISLE_JOB_TRAFFIC_INFER
+};
 
 /* One row of the option table. */
 struct isle_job_opt_desc {
@@ -261,7 +271,8 @@ struct isle_job_opts {
 	int mode; /* enum isle_job_mode */
 	int span; /* enum isle_job_span */
 	struct isle_codec codec;
-	int shim; /* enum isle_job_shim */
+	int shim;    /* enum isle_job_shim */
+	int traffic; /* enum isle_job_traffic */
 	unsigned set;
 };
 

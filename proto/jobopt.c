@@ -43,6 +43,20 @@ static const struct isle_job_opt_desc opts[ISLE_OPT_COUNT] = {
 		       "isle: load the isle communication shim into the job's "
 		       "tasks",
 		       "auto or off"},
+    [ISLE_OPT_TRAFFIC] = {"isle-traffic", "ISLE_TRAFFIC", "dp|pp|infer",
+			  "isle: what the job mostly sends across switches "
+			  "(data-parallel gradients, pipeline stages, "
+			  "inference), for placement away from busy links",
+			  "dp, pp or infer"},
+};
+
+/* Traffic names by enum isle_job_traffic; "auto" only in the
+ * environment. */
+static const char *const traffic_names[] = {
+    [ISLE_JOB_TRAFFIC_AUTO] = "auto",
+    [ISLE_JOB_TRAFFIC_DP] = "dp",
+    [ISLE_JOB_TRAFFIC_PP] = "pp",
+    [ISLE_JOB_TRAFFIC_INFER] = "infer",
 };
 
 /* Span names by enum isle_job_span; "core" only in the environment. */
@@ -128,6 +142,15 @@ static int parse(struct isle_job_opts *o, int opt, const char *val,
 	case ISLE_OPT_SHIM:
 		rc = parse_word(val, shims, 2, &o->shim);
 		break;
+	case ISLE_OPT_TRAFFIC:
+		/* The user names a class; the environment may also say
+		 * "auto", the default. */
+		if (env_form)
+			rc = parse_word(val, traffic_names, 4, &o->traffic);
+		else if (!(rc = parse_word(val, traffic_names + 1, 3,
+					   &o->traffic)))
+			o->traffic++;
+		break;
 	}
 	if (rc)
 		return errf(-EINVAL, err, errlen,
@@ -177,6 +200,12 @@ const char *isle_job_opt_format(const struct isle_job_opts *o, int opt,
 	case ISLE_OPT_SHIM:
 		snprintf(buf, len, "%s",
 			 o->shim == ISLE_SHIM_OFF ? "off" : "auto");
+		break;
+	case ISLE_OPT_TRAFFIC:
+		snprintf(buf, len, "%s",
+			 (unsigned)o->traffic <= ISLE_JOB_TRAFFIC_INFER
+			     ? traffic_names[o->traffic]
+			     : traffic_names[ISLE_JOB_TRAFFIC_AUTO]);
 		break;
 	}
 	return buf;

@@ -635,6 +635,122 @@ static char *_line(const struct isle__eval_result *r, const char *nodes,
 	}
 }
 
+/* A shared link's name: the uplinks of a leaf group are named by its
+ * first node's leaf switch, those of a spine group by that switch's first
+ * spine; "leaf-group-N" where the file names none. */
+static const char *_link_name(const isle_topo *t,
+			      const struct isle__eval_link *lk, char *buf,
+			      size_t len)
+{
+	for (int i = 0; i < t->nnodes; i++) {
+		const struct isle_node *n = &t->nodes[i];
+		const struct isle_switch *sw;
+
+		if (n->group[lk->tier] != lk->group)
+			continue;
+		if (n->leaf < 0 || n->leaf >= t->nswitches)
+			break;
+		sw = &t->switches[n->leaf];
+		if (lk->tier == ISLE_TIER_LEAF)
+			return sw->name;
+		if (sw->nup > 0 && sw->up[0] >= 0 && sw->up[0] < t->nswitches)
+			return t->switches[sw->up[0]].name;
+		break;
+	}
+	snprintf(buf, len, "%s-group-%d", isle_tier_name(lk->tier), lk->group);
+	return buf;
+}
+
+static double _share(const struct isle__eval_link *lk)
+{
+	return lk->cap > 0 ? lk->load / lk->cap : 0;
+}
+
+/* Nodes of the term-blind placement, as "a,b" (model names). */
+static char *_blind_names(const isle_topo *t, const struct isle__eval_result *r)
+{
+	char *s = NULL;
+
+	for (int k = 0; k < r->blind_nnodes; k++)
+		xstrfmtcat(s, "%s%s", k ? "," : "",
+			   t->nodes[r->blind_nodes[k]].name);
+	return s;
+}
+
+/* The record's "contention" object: the weight, the term of the choice
+ * and each loaded link crossed or avoided, with its load. */
+static json_object *_contention_json(const isle_topo *t,
+				     const struct isle__eval_result *r)
+{
+	json_object *o = json_object_new_object(), *arr;
+	char buf[64], *blind = _blind_names(t, r);
+
+	json_object_object_add(o, "weight",
+			       json_object_new_double(isle__ctx.cc_weight));
+	json_object_object_add(o, "term",
+			       json_object_new_double(r->res.contention));
+	json_object_object_add(o, "traffic",
+			       json_object_new_string(isle_traffic_name(
+				   isle_traffic_of(&r->req))));
+	if (blind)
+		json_object_object_add(o, "without_term",
+				       json_object_new_string(blind));
+	arr = json_object_new_array();
+	for (int i = 0; i < r->nlinks; i++) {
+		const struct isle__eval_link *lk = &r->links[i];
+		json_object *l = json_object_new_object();
+
+		json_object_object_add(l, "link",
+				       json_object_new_string(_link_name(
+					   t, lk, buf, sizeof(buf))));
+		json_object_object_add(
+		    l, "tier",
+		    json_object_new_string(isle_tier_name(lk->tier)));
+		json_object_object_add(l, "load",
+				       json_object_new_double(lk->load));
+		json_object_object_add(l, "capacity",
+				       json_object_new_double(lk->cap));
+		json_object_object_add(l, "share",
+				       json_object_new_double(_share(lk)));
+		json_object_object_add(l, "avoided",
+				       json_object_new_boolean(lk->avoided));
+		json_object_array_add(arr, l);
+	}
+	json_object_object_add(o, "links", arr);
+	xfree(blind);
+	return o;
+}
+
+/* "; avoided leaf1 (running jobs' load 8.0 of 16.0, 50%), which isle
+ * without the contention term would cross (n03,n09)", or "". */
+static char *_why_avoided(const isle_topo *t, const struct isle__eval_result *r)
+{
+	char buf[64], *s = NULL, *blind;
+	int n = 0;
+
+	for (int i = 0; i < r->nlinks; i++) {
+		const struct isle__eval_link *lk = &r->links[i];
+
+		if (!lk->avoided)
+			continue;
+		xstrfmtcat(s,
+			   "%s%s uplinks (running jobs' load %.1f of %.1f, "
+			   "%.0f%%)",
+			   n++ ? ", " : "; avoided ",
+			   _link_name(t, lk, buf, sizeof(buf)), lk->load,
+			   lk->cap, 100 * _share(lk));
+	}
+	if (!s)
+		return xstrdup("");
+	blind = _blind_names(t, r);
+	xstrfmtcat(s,
+		   ", which isle without the contention term would cross "
+		   "(on %s)",
+		   blind ? blind : "other nodes");
+	xfree(blind);
+	return s;
+}
+
 static void _record_placed(const struct isle__eval_result *r)
 {
 	job_record_t *job_ptr = r->job_ptr;
@@ -654,6 +770,12 @@ static void _record_placed(const struct isle__eval_result *r)
 		xstrfmtcat(sig, " %d:%" PRIx64, res->nodes[k], res->masks[k]);
 	if (!isle__store_same(_key(job_ptr), sig)) {
 		why = _why(t, res, r->cands, r->ncands);
+		if (isle__ctx.cc_weight > 0) {
+			char *av = _why_avoided(t, r);
+
+			xstrcat(why, av);
+			xfree(av);
+		}
 		debug("isle: %pJ: %s (%s)", job_ptr, line, why);
 		o = _record_json(job_ptr, line, why);
 		json_object_object_add(o, "planned",
@@ -664,6 +786,9 @@ static void _record_placed(const struct isle__eval_result *r)
 				       _placement_json(t, res, nodes, islands));
 		json_object_object_add(o, "candidates",
 				       _cands_json(t, r->cands, r->ncands));
+		if (isle__ctx.cc_weight > 0)
+			json_object_object_add(o, "contention",
+					       _contention_json(t, r));
 		_store(job_ptr, sig, o, !planned);
 		xfree(why);
 	} else if (!planned) {

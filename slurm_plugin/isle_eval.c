@@ -37,6 +37,12 @@
 #include "src/common/xstring.h"
 #include "src/interfaces/gres.h"
 #include "src/plugins/topology/common/eval_nodes.h"
+#include "src/slurmctld/slurmctld.h"
+
+/* slurmctld's job table; scontrol and slurmd load this plugin too, where
+ * these data symbols do not exist (weak: NULL there). */
+#pragma weak job_list
+#pragma weak last_job_update
 
 /*
  * The job's options (isle__policy_job_opts with isle__ctx.policy): the
@@ -368,6 +374,225 @@ static bool _testing(topology_eval_t *te)
 	return false;
 }
 
+/* --- the contention term: running jobs' loads ------------------------- */
+
+/* GPUs Slurm granted running job_ptr on each model node: *nodes and
+ * *masks (xmalloc'ed, model indices), returns how many nodes. */
+static int _job_model_gpus(job_record_t *job_ptr, int **nodes, uint64_t **masks)
+{
+	struct isle__ctx *c = &isle__ctx;
+	job_resources_t *jr = job_ptr->job_resrcs;
+	uint32_t gpu_id = gres_get_gpu_plugin_id();
+	int n = 0, j = 0, cnt;
+
+	*nodes = NULL;
+	*masks = NULL;
+	if (!jr || !jr->node_bitmap || !job_ptr->gres_list_alloc)
+		return 0;
+	cnt = bit_set_count(jr->node_bitmap);
+	*nodes = xcalloc(MAX(cnt, 1), sizeof(int));
+	*masks = xcalloc(MAX(cnt, 1), sizeof(uint64_t));
+	for (int i = 0; next_node_bitmap(jr->node_bitmap, &i) && j < cnt;
+	     i++, j++) {
+		int m = i < c->nslurm ? c->slurm2model[i] : -1;
+		uint64_t mask = 0;
+		list_itr_t *it;
+		gres_state_t *gs;
+
+		if (m < 0)
+			continue;
+		it = list_iterator_create(job_ptr->gres_list_alloc);
+		while ((gs = list_next(it))) {
+			gres_job_state_t *gj = gs->gres_data;
+
+			if (gs->plugin_id != gpu_id || !gj ||
+			    !gj->gres_bit_alloc || j >= (int)gj->node_cnt ||
+			    !gj->gres_bit_alloc[j])
+				continue;
+			_or_bits(&mask, gj->gres_bit_alloc[j],
+				 c->topo->nodes[m].ngpus);
+		}
+		list_iterator_destroy(it);
+		if (!mask)
+			continue;
+		(*nodes)[n] = m;
+		(*masks)[n++] = mask;
+	}
+	return n;
+}
+
+/* The traffic class of a running job: its --isle-traffic, else from its
+ * options' shape and its GPUs (isle_traffic_of). */
+static isle_traffic _job_traffic(job_record_t *job_ptr, const uint64_t *masks,
+				 int n)
+{
+	struct isle__job_opts o;
+	struct isle_place_req req;
+	char err[256];
+
+	if (_job_opts_get(job_ptr, &o, err, sizeof(err)))
+		o.set = 0, o.tp = o.pp = 1, o.traffic = ISLE_TRAFFIC_AUTO;
+	isle_place_req_init(&req);
+	req.tp = o.tp;
+	req.pp = o.pp;
+	req.traffic = o.traffic;
+	req.gpus = 0;
+	for (int k = 0; k < n; k++)
+		req.gpus += __builtin_popcountll(masks[k]);
+	return isle_traffic_of(&req);
+}
+
+/*
+ * Brings the engine's running-job loads up to date: the topology plugin
+ * interface has no job-end hook, so whenever Slurm's job table changed
+ * since the last look, the running jobs are compared with the ones the
+ * engine holds (isle_load.h). Runs under the locks the evaluation holds
+ * and ctx.lock; allocates only for jobs that started since. O(running
+ * jobs) per change of the job table, not per evaluation.
+ */
+static void _loads_sync(void)
+{
+	struct isle__ctx *c = &isle__ctx;
+	list_itr_t *it;
+	job_record_t *job_ptr;
+	time_t now = time(NULL);
+
+	if (c->cc_weight <= 0 || !&job_list || !&last_job_update || !job_list ||
+	    last_job_update < c->load_synced)
+		return;
+	isle__load_begin(&c->load);
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it))) {
+		int *nodes, n;
+		uint64_t *masks;
+
+		if (!IS_JOB_RUNNING(job_ptr) ||
+		    isle__load_seen(&c->load, job_ptr->job_id,
+				    job_ptr->start_time))
+			continue;
+		n = _job_model_gpus(job_ptr, &nodes, &masks);
+		if (isle__load_add(&c->load, job_ptr->job_id,
+				   job_ptr->start_time, nodes, masks, n,
+				   _job_traffic(job_ptr, masks, n)))
+			debug("isle: %pJ: its traffic is not counted on the "
+			      "shared links",
+			      job_ptr);
+		xfree(nodes);
+		xfree(masks);
+	}
+	list_iterator_destroy(it);
+	isle__load_end(&c->load);
+	c->load_synced = now;
+}
+
+/* Bit g (leaf: 0..n, spine: after them) of the groups whose uplinks
+ * res's GPUs cross: those of every group of a tier it touches when it
+ * touches more than one, as contention.c charges them. */
+static void _crossed(const struct isle_place_result *res, const int *nodes,
+		     int nnodes, bitstr_t *leaf, bitstr_t *spine)
+{
+	const isle_topo *t = isle__ctx.topo;
+	bitstr_t *b[2] = {leaf, spine};
+	static const isle_tier k[2] = {ISLE_TIER_LEAF, ISLE_TIER_SPINE};
+
+	if (res) {
+		nodes = res->nodes;
+		nnodes = res->nnodes;
+	}
+	for (int i = 0; i < 2; i++) {
+		for (int j = 0; j < nnodes; j++) {
+			int g = t->nodes[nodes[j]].group[k[i]];
+
+			if (g >= 0 && g < bit_size(b[i]))
+				bit_set(b[i], g);
+		}
+		if (bit_set_count(b[i]) < 2)
+			bit_clear_all(b[i]);
+	}
+}
+
+static bool _same_nodes(const struct isle_place_result *a,
+			const struct isle_place_result *b)
+{
+	if (a->nnodes != b->nnodes)
+		return false;
+	for (int k = 0; k < a->nnodes; k++)
+		if (a->nodes[k] != b->nodes[k] || a->masks[k] != b->masks[k])
+			return false;
+	return true;
+}
+
+/*
+ * For explain: the loaded links the placement crosses, and those the
+ * engine without the contention term would have crossed instead
+ * (avoided). Places the request once more, on the term-blind engine, only
+ * when some link carries load. ctx.lock held.
+ */
+static void _links(const uint64_t *free_mask, const uint64_t *free_now,
+		   const uint64_t *eligible, bool later,
+		   struct isle__eval_result *r)
+{
+	struct isle__ctx *c = &isle__ctx;
+	const isle_topo *t = c->topo;
+	static const isle_tier k[2] = {ISLE_TIER_LEAF, ISLE_TIER_SPINE};
+	struct isle_place_result blind;
+	bitstr_t *mine[2], *other[2];
+	bool loaded = false;
+	int rc, n = 0;
+
+	for (int i = 0; i < 2 && !loaded; i++)
+		for (int g = 0; g < t->ngroups[k[i]] && !loaded; g++) {
+			double l = 0;
+
+			isle_place_link_load(c->place, k[i], g, &l, NULL);
+			loaded = l > 0;
+		}
+	if (!loaded || !c->place_blind)
+		return;
+	isle_place_result_init(&blind);
+	if (later)
+		rc = isle_place_later(c->place_blind, free_mask, free_now,
+				      eligible, &r->req, &blind);
+	else
+		rc = isle_place(c->place_blind, free_mask, eligible, &r->req,
+				&blind);
+	for (int i = 0; i < 2; i++) {
+		mine[i] = bit_alloc(MAX(t->ngroups[k[i]], 1));
+		other[i] = bit_alloc(MAX(t->ngroups[k[i]], 1));
+	}
+	_crossed(&r->res, NULL, 0, mine[0], mine[1]);
+	if (!rc && !_same_nodes(&blind, &r->res)) {
+		_crossed(&blind, NULL, 0, other[0], other[1]);
+		r->blind_nodes = xcalloc(blind.nnodes, sizeof(int));
+		memcpy(r->blind_nodes, blind.nodes, blind.nnodes * sizeof(int));
+		r->blind_nnodes = blind.nnodes;
+	}
+	r->links = xcalloc(t->ngroups[ISLE_TIER_LEAF] +
+			       t->ngroups[ISLE_TIER_SPINE] + 1,
+			   sizeof(*r->links));
+	for (int i = 0; i < 2; i++)
+		for (int g = 0; g < t->ngroups[k[i]]; g++) {
+			struct isle__eval_link *lk = &r->links[n];
+
+			if (!bit_test(mine[i], g) && !bit_test(other[i], g))
+				continue;
+			isle_place_link_load(c->place, k[i], g, &lk->load,
+					     &lk->cap);
+			if (lk->load <= 0)
+				continue;
+			lk->tier = k[i];
+			lk->group = g;
+			lk->avoided = !bit_test(mine[i], g);
+			n++;
+		}
+	r->nlinks = n;
+	for (int i = 0; i < 2; i++) {
+		FREE_NULL_BITMAP(mine[i]);
+		FREE_NULL_BITMAP(other[i]);
+	}
+	isle_place_result_fini(&blind);
+}
+
 /* While the cluster file cannot be loaded. */
 static void _evaluate_fallback(topology_eval_t *te, struct isle__eval_result *r)
 {
@@ -458,6 +683,8 @@ static void _evaluate(topology_eval_t *te, struct isle__eval_result *r)
 	}
 
 	slurm_mutex_lock(&c->lock);
+	_loads_sync();
+	req->traffic = o.traffic;
 	/* A future start (backfill's will-run test, a submit test): the
 	 * reservation leaves the GPUs free now to jobs that start now, as
 	 * islesim's isle does. */
@@ -472,6 +699,8 @@ static void _evaluate(topology_eval_t *te, struct isle__eval_result *r)
 		r->cands = xcalloc(ncands, sizeof(*r->cands));
 		memcpy(r->cands, engine_cands, ncands * sizeof(*r->cands));
 	}
+	if (!rc && c->cc_weight > 0)
+		_links(free_mask, free_now, eligible, later, r);
 	slurm_mutex_unlock(&c->lock);
 	if (!rc)
 		_mark_winner(r->cands, ncands, res);
@@ -534,5 +763,7 @@ int isle__eval_nodes(topology_eval_t *te)
 	isle_place_result_fini(&r.res);
 	xfree(r.cands);
 	xfree(r.reason);
+	xfree(r.links);
+	xfree(r.blind_nodes);
 	return rc;
 }

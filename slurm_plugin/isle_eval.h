@@ -18,6 +18,17 @@
 #include "isle_place.h"
 #include "isle_proto.h"
 
+/* A shared link (the uplinks of a leaf or spine group) that running jobs
+ * load and that the placement, or the same engine without the contention
+ * term, crosses. */
+struct isle__eval_link {
+	isle_tier tier; /* ISLE_TIER_LEAF or ISLE_TIER_SPINE */
+	int group;	/* the tier's group index (isle_node.group) */
+	double load;	/* running jobs' load, GPUs of traffic */
+	double cap;	/* what the uplinks carry, same unit */
+	bool avoided;	/* crossed without the term, not by the placement */
+};
+
 struct isle__eval_result {
 	job_record_t *job_ptr;
 	int rc; /* what eval_nodes returns */
@@ -35,6 +46,13 @@ struct isle__eval_result {
 	struct isle_place_cand *cands; /* what the engine weighed */
 	int ncands;
 	char *reason; /* why isle did not place the job */
+	/* With the contention term on (PLACED, PLANNED): the loaded links
+	 * the placement and the term-blind one cross, and the term-blind
+	 * placement's nodes (blind_nnodes 0: it is the same placement). */
+	struct isle__eval_link *links;
+	int nlinks;
+	int *blind_nodes; /* model indices */
+	int blind_nnodes;
 };
 
 /*

@@ -61,8 +61,12 @@ void isle__model_free(void)
 	xfree(c->slurm2model);
 	xfree(c->model2slurm);
 	FREE_NULL_BITMAP(c->model_nodes);
+	isle__load_fini(&c->load); /* the engine and its loads go with it */
+	c->load_synced = 0;
 	isle_place_destroy(c->place);
 	c->place = NULL;
+	isle_place_destroy(c->place_blind);
+	c->place_blind = NULL;
 	isle_topo_destroy(c->topo);
 	c->topo = NULL;
 	c->nslurm = 0;
@@ -242,10 +246,19 @@ int isle__model_load(void)
 		return SLURM_ERROR;
 	}
 	c->topo = t;
+	if (isle__policy_contention_weight(&c->cc_weight, err, sizeof(err)))
+		error("isle: %s; the contention term is off", err);
 	isle_place_opts_default(&opts);
 	opts.explain_max = ISLE_EXPLAIN_MAX; /* for islectl explain */
+	if (c->cc_weight > 0) {
+		struct isle_place_opts blind = opts;
+
+		blind.explain_max = 0;
+		c->place_blind = isle_place_create(t, &blind);
+		opts.contention_weight = c->cc_weight;
+	}
 	c->place = isle_place_create(t, &opts);
-	if (!c->place) {
+	if (!c->place || (c->cc_weight > 0 && !c->place_blind)) {
 		c->load_error = xstrdup("placement engine refused the model");
 		error("isle: %s: %s; falling back to default node selection",
 		      path, c->load_error);
@@ -253,7 +266,12 @@ int isle__model_load(void)
 		slurm_mutex_unlock(&c->lock);
 		return SLURM_ERROR;
 	}
+	isle__load_init(&c->load, c->place);
 	_build_maps();
+	if (c->cc_weight > 0)
+		info("isle: contention term on (IsleContentionWeight=%g): "
+		     "placement avoids links that running jobs load",
+		     c->cc_weight);
 	info("isle: loaded %s: %d nodes, %d islands, %d switches, %d racks, "
 	     "%ld GPUs",
 	     path, t->nnodes, t->nislands, t->nswitches, t->nracks,

@@ -25,6 +25,7 @@
 #include "src/common/node_conf.h"
 #include "src/interfaces/gres.h"
 
+#include "isle_load.h"
 #include "isle_place.h"
 #include "isle_topo.h"
 #include "spank_isle.h"
@@ -39,8 +40,17 @@ struct isle__ctx {
 	pthread_mutex_t lock;
 	isle_topo *topo;       /* NULL: fall back to default selection */
 	isle_place_ctx *place; /* engine over topo */
-	char *path;	       /* cluster file in use or last tried */
-	char *load_error;      /* why the last load failed, or NULL */
+	/* The contention term (TopologyParam=IsleContentionWeight): its
+	 * weight (0: off), the running jobs whose load place charges
+	 * (reconciled by isle_eval.c when Slurm's job table changed since
+	 * load_synced) and the same engine without the term, which says
+	 * which loaded links a decision avoided (explain). */
+	double cc_weight;
+	struct isle__load load;
+	time_t load_synced;
+	isle_place_ctx *place_blind; /* NULL while cc_weight is 0 */
+	char *path;		     /* cluster file in use or last tried */
+	char *load_error;	     /* why the last load failed, or NULL */
 	int nslurm;	       /* node_record_count when maps were built */
 	int *slurm2model;      /* [nslurm], -1: node not in the model */
 	int *model2slurm;      /* [topo->nnodes], -1: not a Slurm node */

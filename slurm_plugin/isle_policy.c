@@ -9,7 +9,9 @@
 #include <glob.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -21,6 +23,13 @@
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+
+/* proto's --isle-traffic values are the engine's traffic classes. */
+_Static_assert((int)ISLE_JOB_TRAFFIC_AUTO == (int)ISLE_TRAFFIC_AUTO &&
+		   (int)ISLE_JOB_TRAFFIC_DP == (int)ISLE_TRAFFIC_DP &&
+		   (int)ISLE_JOB_TRAFFIC_PP == (int)ISLE_TRAFFIC_PP &&
+		   (int)ISLE_JOB_TRAFFIC_INFER == (int)ISLE_TRAFFIC_INFER,
+	       "enum isle_job_traffic follows isle_traffic");
 
 char *isle__policy_cluster_path(void)
 {
@@ -40,6 +49,39 @@ char *isle__policy_cluster_path(void)
 		buf[0] = '\0';
 	xfree(conf_dir);
 	return xstrdup(buf);
+}
+
+int isle__policy_contention_weight(double *w, char *err, size_t errlen)
+{
+	const char *key = "IsleContentionWeight=";
+	char *param = slurm_conf.topology_param, *p, *val, *end;
+	double v;
+	int rc = 0;
+
+	*w = 0;
+	p = param ? xstrcasestr(param, key) : NULL;
+	if (!p)
+		return 0;
+	p += strlen(key);
+	end = strchr(p, ',');
+	val = end ? xstrndup(p, end - p) : xstrdup(p);
+	errno = 0;
+	v = strtod(val, &end);
+	if (!*val || *end || errno || !isfinite(v) || v < 0 ||
+	    v > ISLE_POLICY_MAX_CC_WEIGHT) {
+		snprintf(err, errlen,
+			 "%s: TopologyParam IsleContentionWeight='%s': "
+			 "expected a number from 0 to %g",
+			 slurm_conf.slurm_conf ? slurm_conf.slurm_conf
+					       : "slurm.conf",
+			 val, ISLE_POLICY_MAX_CC_WEIGHT);
+		rc = -EINVAL;
+		goto out;
+	}
+	*w = v;
+out:
+	xfree(val);
+	return rc;
 }
 
 /* --- the admin's job option policy (plugstack.conf) -------------------- */
@@ -192,6 +234,7 @@ int isle__policy_job_opts(const struct isle__spank_policy *pol, char **env,
 	o->tp = o->pp = 1;
 	o->mode = ISLE_PLACE_PREFERRED;
 	o->span = ISLE_TIER_CORE;
+	o->traffic = ISLE_TRAFFIC_AUTO;
 	for (int opt = ISLE_OPT_TP; opt < ISLE_OPT_COUNT; opt++) {
 		const char *name = isle_job_opt_desc(opt)->env;
 		const char *v = _env_value(env, nenv, name);
@@ -219,6 +262,7 @@ int isle__policy_job_opts(const struct isle__spank_policy *pol, char **env,
 	o->pp = job.pp;
 	o->mode = job.mode;
 	o->span = job.span;
+	o->traffic = (isle_traffic)job.traffic;
 out:
 	if (rc)
 		_printable(err);

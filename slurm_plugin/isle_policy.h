@@ -18,6 +18,16 @@
  * default beside slurm.conf (isle_cluster_file_path). Caller xfree()s. */
 char *isle__policy_cluster_path(void);
 
+/*
+ * The contention term's weight from TopologyParam=IsleContentionWeight=W
+ * (0 to ISLE_POLICY_MAX_CC_WEIGHT; absent: 0, the term is off and
+ * placement is what it was without it). A bad value leaves *w 0 and
+ * returns -EINVAL with err naming slurm.conf, the parameter and the
+ * value.
+ */
+#define ISLE_POLICY_MAX_CC_WEIGHT 100.0
+int isle__policy_contention_weight(double *w, char *err, size_t errlen);
+
 /* Reads the isle SPANK plugin's arguments from plugstack.conf
  * (PlugStackConfig, else plugstack.conf beside slurm.conf; include lines
  * followed) into p. Without the plugin line, or on a bad argument (logged
@@ -29,7 +39,8 @@ struct isle__job_opts {
 	int tp, pp;
 	isle_place_mode mode;
 	isle_tier span;
-	int set; /* 1 if any SPANK_ISLE_* variable was present */
+	isle_traffic traffic; /* AUTO: inferred from the job's shape */
+	int set;	      /* 1 if any SPANK_ISLE_* variable was present */
 };
 
 /*

@@ -20,7 +20,8 @@ SLURM_SRC_CFLAGS := -DHAVE_CONFIG_H -DSLURM_PLUGIN_DEBUG -I$(SLURM_SRC) \
 
 # --- topology/isle -------------------------------------------------------
 TOPO_ISLE_SRCS := topology_isle.c isle_compat.c isle_model.c isle_eval.c \
-		  isle_decision.c isle_store.c isle_policy.c spank_opts.c \
+		  isle_decision.c isle_store.c isle_load.c isle_policy.c \
+		  spank_opts.c \
 		  isle_topoinfo.c isle_jobinfo.c isle_version.c
 TOPO_ISLE_OBJS := $(TOPO_ISLE_SRCS:%.c=$(B)/slurm_plugin/%.o)
 # topology/common from the configured Slurm tree, as topology/tree links it.
@@ -96,3 +97,11 @@ $(B)/tests/test_slurm_plugin_store: $(B)/tests/unit/test_slurm_plugin_store.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -ljson-c $(CMOCKA_LIBS) $(LDLIBS)
 $(B)/tests/unit/test_slurm_plugin_store.o: CPPFLAGS += -Islurm_plugin
+
+UNIT_TESTS += $(B)/tests/test_slurm_plugin_load
+$(B)/tests/test_slurm_plugin_load: $(B)/tests/unit/test_slurm_plugin_load.o \
+		$(B)/slurm_plugin/isle_load.o $(B)/libisle_place.a \
+		$(B)/libisle_topo.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TOPO_LDLIBS) $(CMOCKA_LIBS) -lm $(LDLIBS)
+$(B)/tests/unit/test_slurm_plugin_load.o: CPPFLAGS += -Islurm_plugin

@@ -184,6 +184,7 @@ int isle__spank_resolve(const struct isle__spank_policy *p,
 	PICK(ISLE_OPT_SPAN, span);
 	PICK(ISLE_OPT_COMPRESS, codec);
 	PICK(ISLE_OPT_SHIM, shim);
+	PICK(ISLE_OPT_TRAFFIC, traffic);
 #undef PICK
 	out->set = set;
 

@@ -108,6 +108,40 @@ static void _sanitize(json_object *o)
 	}
 }
 
+/* The contention term's part of a decision: the loaded links the
+ * placement crosses and those it avoided, with the running jobs' load. */
+static void _print_contention(json_object *cc, FILE *out)
+{
+	json_object *links = _obj(cc, "links");
+
+	if (!cc || !json_object_is_type(cc, json_type_object))
+		return;
+	fprintf(out, "Contention: weight %.2f; traffic %s; term %.1f us",
+		_num(cc, "weight"), _str(cc, "traffic", "?"), _num(cc, "term"));
+	if (_obj(cc, "without_term"))
+		fprintf(out, "; without the term: nodes %s",
+			_str(cc, "without_term", "?"));
+	fputc('\n', out);
+	if (!links || !json_object_is_type(links, json_type_array) ||
+	    !json_object_array_length(links)) {
+		fprintf(out, "            no shared link on its path or "
+			     "isle's alone carries running jobs' traffic\n");
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(links); i++) {
+		json_object *l = json_object_array_get_idx(links, i);
+		json_object *av = _obj(l, "avoided");
+
+		fprintf(
+		    out,
+		    "            %-8s %s %s uplinks: running jobs' load "
+		    "%.1f of %.1f GPUs of traffic (%.0f%%)\n",
+		    av && json_object_get_boolean(av) ? "avoided" : "crosses",
+		    _str(l, "link", "?"), _str(l, "tier", "?"), _num(l, "load"),
+		    _num(l, "capacity"), 100 * _num(l, "share"));
+	}
+}
+
 static void _print_text(json_object *rec, FILE *out)
 {
 	json_object *rq = _obj(rec, "request"), *pl = _obj(rec, "placement");
@@ -192,6 +226,7 @@ static void _print_text(json_object *rec, FILE *out)
 			fprintf(out, "  %s\n", _str(c, "note", ""));
 		}
 	}
+	_print_contention(_obj(rec, "contention"), out);
 	fprintf(out, "Why:        %s\n", _str(rec, "why", "?"));
 }
 

@@ -79,6 +79,74 @@ static int setup(void **state)
 	return 0;
 }
 
+/* A record whose placement avoided a loaded leaf uplink (the contention
+ * object isle_decision.c writes), and hostile forms of that object. */
+static void put(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/isle/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *render(const char *name, int json, int *rc, char *err,
+		    size_t errlen);
+
+static void test_contention(void **state)
+{
+	static const char *bad[] = {
+	    "{\"job_id\": 47, \"line\": \"isle: tp=1\", \"contention\": 5}",
+	    "{\"job_id\": 47, \"line\": \"isle: tp=1\", \"contention\": "
+	    "{\"links\": \"leaf1\"}}",
+	    "{\"job_id\": 47, \"line\": \"isle: tp=1\", \"contention\": "
+	    "{\"links\": [5, {\"link\": [1]}, null]}}",
+	};
+	char err[256];
+	int rc;
+	char *out;
+
+	put("job_46.json",
+	    "{\"job_id\": 46, \"line\": \"isle: tp=1 pp=1 dp=8\","
+	    " \"why\": \"spine-group-0 is the only scope that fits; avoided "
+	    "leaf2 uplinks\","
+	    " \"contention\": {\"weight\": 1.0, \"term\": 12.5, \"traffic\": "
+	    "\"dp\", \"without_term\": \"n01,n04\", \"links\": ["
+	    "  {\"link\": \"leaf1\", \"tier\": \"leaf\", \"load\": 4.0, "
+	    "\"capacity\": 2.0, \"share\": 2.0, \"avoided\": false},"
+	    "  {\"link\": \"leaf2\", \"tier\": \"leaf\", \"load\": 4.0, "
+	    "\"capacity\": 2.0, \"share\": 2.0, \"avoided\": true}]}}");
+	out = render("job_46.json", 0, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "Contention: weight 1.00; traffic dp; term "
+				    "12.5 us; without the term: nodes "
+				    "n01,n04\n"));
+	assert_non_null(strstr(out, "crosses  leaf1 leaf uplinks: running "
+				    "jobs' load 4.0 of 2.0 GPUs of traffic "
+				    "(200%)"));
+	assert_non_null(strstr(out, "avoided  leaf2 leaf uplinks: running "
+				    "jobs' load 4.0 of 2.0 GPUs of traffic "
+				    "(200%)"));
+	free(out);
+	out = render("job_46.json", 1, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "\"avoided\""));
+	free(out);
+	/* a record without the object prints no contention part */
+	out = render("job_42.json", 0, &rc, err, sizeof(err));
+	assert_null(strstr(out, "Contention:"));
+	free(out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		put("job_47.json", bad[i]);
+		out = render("job_47.json", 0, &rc, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		free(out);
+	}
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -364,6 +432,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_report),
 	    cmocka_unit_test(test_admin_comment),
 	    cmocka_unit_test(test_no_placement),
