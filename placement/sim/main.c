@@ -50,7 +50,7 @@ static void usage(FILE *f)
 	    " table\n"
 	    "  --policy P       isle | linear | tree | block | random |"
 	    " tree-sw | block-seg |\n"
-	    "                   isle-cc | all"
+	    "                   isle-cc | isle+shim | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
