@@ -22,7 +22,8 @@ $(B)/bin/islesim: $(ISLESIM_OBJS) $(B)/libisle_place.a $(B)/libisle_topo.a
 # Unit tests (cmocka). test_place_sim also links islesim's parts.
 PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum \
 	       $(B)/tests/test_place_contention
-UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim
+UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim \
+	       $(B)/tests/test_place_shim
 $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
@@ -73,8 +74,10 @@ bench-wait-class: $(B)/bin/islesim
 		cat $(B)/bench/wait-class.txt; \
 		[ $$rc -eq 0 ] || echo "bench-wait-class: a bound of issue 25 missed (exit $$rc)"
 
-$(B)/tests/unit/test_place_sim.o: CPPFLAGS += -Iplacement/sim
-$(B)/tests/test_place_sim: $(B)/tests/unit/test_place_sim.o \
+$(B)/tests/unit/test_place_sim.o $(B)/tests/unit/test_place_shim.o: \
+	CPPFLAGS += -Iplacement/sim
+$(B)/tests/test_place_sim $(B)/tests/test_place_shim: $(B)/tests/%: \
+		$(B)/tests/unit/%.o \
 		$(filter-out %/main.o,$(ISLESIM_OBJS)) $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
