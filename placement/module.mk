@@ -61,6 +61,26 @@ bench-contention: $(B)/bin/islesim
 		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/contention.txt
 
+# Issue 26's one results table: superpod, nvl72, pcie, lingjun, roce2 and
+# roce4 under tree, block, isle, isle-cc and isle+shim, 3 seeds, the mix
+# PLACE_TABLE_MIX (empty: all four), and the verdict on the issue's goals
+# (a miss is reported, not a failed make bench). Writes
+# docs/results/placement-table.{json,md,svg}; commit it from a clean tree.
+PLACE_TABLE_MIX ?= kalos
+PLACE_TABLE_DIR ?= docs/results
+BENCHES += bench-placement-table
+.PHONY: bench-placement-table
+bench-placement-table: $(B)/bin/islesim
+	@mkdir -p $(PLACE_TABLE_DIR)
+	@bench/stamp.sh $(PLACE_TABLE_DIR)/placement-table.json -- \
+		$(B)/bin/islesim --bench-table $(PLACE_TABLE_DIR) \
+		--jobs $(PLACE_BENCH_JOBS) $(if $(PLACE_TABLE_MIX),--mix $(PLACE_TABLE_MIX)) \
+		--commit "$$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}"
+	@printf '\nHost idle CPU over the run: %s%%.\n' \
+		"$$(jq -r .cpu_idle_pct $(PLACE_TABLE_DIR)/placement-table.json)" \
+		>>$(PLACE_TABLE_DIR)/placement-table.md
+
 # The goal of issue 25 on islesim's output (bench/placement/wait-class.sh):
 # per size class isle <= 1.1 x min(tree, block) + 60 s, GPU-weighted wait
 # <= the best baseline's, step <= 1.01 x min(tree, block), 4 clusters x 4

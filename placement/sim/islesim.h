@@ -392,4 +392,13 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 int sim_bench_contention(const char *dir, const char *data, const char *commit,
 			 int njobs, uint64_t seed, int decisions);
 
+/* --- bench_table.c ------------------------------------------------------ */
+
+/* islesim --bench-table: six clusters under tree, block, isle, isle-cc and
+ * isle+shim, each mix (or mix_only), 3 seeds from seed: writes
+ * dir/placement-table.{json,md,svg}, prints the table and the goals'
+ * verdict. 0 (also when a goal is missed) or a negative errno. */
+int sim_bench_table(const char *dir, const char *data, const char *commit,
+		    const char *mix_only, int njobs, uint64_t seed);
+
 #endif /* ISLESIM_H */

@@ -161,9 +161,11 @@ int sim_shim_levels(const isle_topo *t, const struct isle_place_rank *ranks,
 			const struct isle_place_rank *r = &ranks[mem[i]];
 			const struct isle_node *nd = &t->nodes[r->node];
 
-			key[i] = cand[c] == ISLE_TIER_ISLAND ? nd->gpus[r->gpu].island
-				 : cand[c] == ISLE_TIER_NODE ? r->node
-							     : nd->group[ISLE_TIER_LEAF];
+			key[i] = cand[c] == ISLE_TIER_ISLAND
+				     ? nd->gpus[r->gpu].island
+				 : cand[c] == ISLE_TIER_NODE
+				     ? r->node
+				     : nd->group[ISLE_TIER_LEAF];
 		}
 		g = nest_groups(prev, key, n);
 		if (g == 1)
@@ -187,8 +189,8 @@ int sim_shim_levels(const isle_topo *t, const struct isle_place_rank *ranks,
 			top = x > top ? x : top;
 		}
 	memset(keys + (size_t)nlev * n, 0, (size_t)n * sizeof(int));
-	lv[nlev] = (struct sim_shim_level){keys + (size_t)nlev * n,
-					   sim_codec_ratio(sim_shim_codec(t, top))};
+	lv[nlev] = (struct sim_shim_level){
+	    keys + (size_t)nlev * n, sim_codec_ratio(sim_shim_codec(t, top))};
 	return nlev + 1;
 }
 
@@ -222,8 +224,8 @@ int sim_shim_xfers(const isle_topo *t, const struct sim_traffic *tr,
 	int dp_n = nranks / (tp * pp), blk = tp * pp, ndp = 0, rc;
 	int *mem = malloc(((size_t)dp_n + 1) * sizeof(int));
 	int *tmp = malloc(((size_t)dp_n + 1) * sizeof(int));
-	int *keys = malloc(((size_t)dp_n * (ISLE_TIER_COUNT + 1) + 1) *
-			   sizeof(int));
+	int *keys =
+	    malloc(((size_t)dp_n * (ISLE_TIER_COUNT + 1) + 1) * sizeof(int));
 
 	*out = NULL;
 	*nout = 0;

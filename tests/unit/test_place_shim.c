@@ -48,8 +48,7 @@ struct calls {
 	int n;
 };
 
-static void record(void *ctx, const int *grp, int g, double bytes,
-		   double ratio)
+static void record(void *ctx, const int *grp, int g, double bytes, double ratio)
 {
 	struct calls *cs = ctx;
 
@@ -136,8 +135,7 @@ static void test_levels_and_xfers(void **state)
 	 * each node) on P/4 in bf16: each way P/4 * 0.5 * 1.01. */
 	assert_int_equal(sim_traffic_of(8, 1, 1, &tr), 0);
 	p = tr.dp_bytes * 2;
-	assert_int_equal(sim_shim_xfers(t, &tr, r, 8, 1, 1, 0.01, &x, &nx),
-			 0);
+	assert_int_equal(sim_shim_xfers(t, &tr, r, 8, 1, 1, 0.01, &x, &nx), 0);
 	assert_int_equal(nx, 16);
 	for (int i = 0; i < nx; i++) {
 		assert_int_equal(x[i].phase, SIM_PH_DP);
@@ -178,8 +176,8 @@ static void alone_both(const isle_topo *t, const struct isle_place_rank *r,
 		assert_int_equal(sim_net_comm_alone(net, 0, lib), 0);
 	else
 		*lib = sim_net_comm_time(net, 0, NULL);
-	rc = sim_shim_job_add(net, t, 1, &tr, r, n, tp, 1,
-			      SIM_SHIM_PROBE_SHARE, used);
+	rc = sim_shim_job_add(net, t, 1, &tr, r, n, tp, 1, SIM_SHIM_PROBE_SHARE,
+			      used);
 	assert_true(rc >= 0);
 	if (rc > 0)
 		assert_int_equal(sim_net_comm_alone(net, 1, shim), 0);
