@@ -110,9 +110,8 @@ static int run_one(const char *cluster, const char *mix, const char *data,
 		return rc;
 	}
 	for (int s = 0; s < TB_SEEDS && !rc; s++) {
-		struct sim_job *jobs =
-		    sim_workload_gen(sim_mix_find(mix), njobs, t->total_gpus,
-				     0.9, seed0 + s);
+		struct sim_job *jobs = sim_workload_gen(
+		    sim_mix_find(mix), njobs, t->total_gpus, 0.9, seed0 + s);
 
 		if (!jobs) {
 			rc = -ENOMEM;
@@ -147,8 +146,7 @@ static void json_row(FILE *js, const char *cluster, const char *mix,
 		step, slo, shi, med(r, p, F_COMM, NULL, NULL));
 	fprintf(js, "\"comm_share\": %.4f, ", med(r, p, F_SHARE, &lo, &hi));
 	fprintf(js, "\"comm_share_range\": [%.4f, %.4f], ", lo, hi);
-	fprintf(js, "\"wait_gpu_s\": %.1f, ",
-		med(r, p, F_WAIT_GPU, &lo, &hi));
+	fprintf(js, "\"wait_gpu_s\": %.1f, ", med(r, p, F_WAIT_GPU, &lo, &hi));
 	fprintf(js, "\"wait_gpu_s_range\": [%.1f, %.1f], ", lo, hi);
 	fprintf(js, "\"wait_mean_s\": %.1f, ", med(r, p, F_WAIT, &lo, &hi));
 	fprintf(js, "\"wait_mean_s_range\": [%.1f, %.1f], ", lo, hi);
@@ -159,8 +157,9 @@ static void json_row(FILE *js, const char *cluster, const char *mix,
 			med(r, p, F_SHIM, NULL, NULL));
 	fputs("\"wait_by_class\": {", js);
 	for (int k = 0; k < SIM_NCLASSES; k++)
-		fprintf(js, "%s\"%s\": {\"jobs\": %d, \"mean_s\": %.1f, "
-			    "\"p95_s\": %.1f}",
+		fprintf(js,
+			"%s\"%s\": {\"jobs\": %d, \"mean_s\": %.1f, "
+			"\"p95_s\": %.1f}",
 			k ? ", " : "", sim_class_names[k],
 			r->m[0][p].wait_class_n[k], class_med(r, p, k, 0),
 			class_med(r, p, k, 1));
@@ -191,8 +190,8 @@ static int judge(FILE *md, FILE *js, int *jfirst, const char *cluster,
 	else if (strcmp(cluster, "nvl72"))
 		g[ng++] = (typeof(g[0])){"step <= 0.9x best baseline", x,
 					 GOAL_STEP_NET, 0};
-	g[ng++] = (typeof(g[0])){"step <= 1.02x best baseline", x,
-				 GOAL_STEP_ANY, 0};
+	g[ng++] =
+	    (typeof(g[0])){"step <= 1.02x best baseline", x, GOAL_STEP_ANY, 0};
 	for (int i = 0; i < ng; i++) {
 		int met = g[i].below ? g[i].value < g[i].bound
 				     : g[i].value <= g[i].bound;
@@ -205,8 +204,8 @@ static int judge(FILE *md, FILE *js, int *jfirst, const char *cluster,
 			"%s\n    {\"cluster\": \"%s\", \"mix\": \"%s\", "
 			"\"goal\": \"%s\", \"value\": %.4f, \"bound\": %.2f, "
 			"\"met\": %s}",
-			*jfirst ? "" : ",", cluster, mix, g[i].goal,
-			g[i].value, g[i].bound, met ? "true" : "false");
+			*jfirst ? "" : ",", cluster, mix, g[i].goal, g[i].value,
+			g[i].bound, met ? "true" : "false");
 		*jfirst = 0;
 	}
 	return miss;
@@ -217,9 +216,8 @@ static int judge(FILE *md, FILE *js, int *jfirst, const char *cluster,
 static int write_svg(const char *path, const char *mix,
 		     const struct tb_res *res)
 {
-	static const char *const color[TB_NPOL] = {"#9e9e9e", "#607d8b",
-						   "#1f77b4", "#2ca02c",
-						   "#d62728"};
+	static const char *const color[TB_NPOL] = {
+	    "#9e9e9e", "#607d8b", "#1f77b4", "#2ca02c", "#d62728"};
 	const int W = 900, H = 560, left = 60, top = 40, ph = 200, gap = 60;
 	const double cw = (W - left - 20) / (double)TB_NCL, bw = cw / 7;
 	FILE *f = fopen(path, "w");
@@ -260,13 +258,12 @@ static int write_svg(const char *path, const char *mix,
 			double best = best_base(r);
 
 			for (int p = 0; p < TB_NPOL; p++) {
-				double v = panel ? (best > 0
-							? med(r, p, F_STEP,
-							      NULL, NULL) /
-							      best
-							: 0)
-						 : med(r, p, F_SHARE, NULL,
-						       NULL);
+				double v = panel
+					       ? (best > 0 ? med(r, p, F_STEP,
+								 NULL, NULL) /
+								 best
+							   : 0)
+					       : med(r, p, F_SHARE, NULL, NULL);
 				double hgt = fmin(v, ymax) / ymax * ph;
 
 				fprintf(f,
@@ -274,9 +271,8 @@ static int write_svg(const char *path, const char *mix,
 					"width=\"%.1f\" height=\"%.1f\" "
 					"fill=\"%s\"><title>%s %s: "
 					"%.3f</title></rect>\n",
-					left + c * cw + (p + 1) * bw,
-					y0 - hgt, bw * 0.9, hgt, color[p],
-					tb_clusters[c],
+					left + c * cw + (p + 1) * bw, y0 - hgt,
+					bw * 0.9, hgt, color[p], tb_clusters[c],
 					sim_policy_names[tb_pol[p]], v);
 			}
 			fprintf(f,
@@ -358,8 +354,8 @@ int sim_bench_table(const char *dir, const char *data, const char *commit,
 			if (rc)
 				goto out;
 			for (int p = 0; p < TB_NPOL; p++) {
-				double lo, hi, step = med(r, p, F_STEP, &lo,
-							  &hi);
+				double lo, hi,
+				    step = med(r, p, F_STEP, &lo, &hi);
 				double x = step / best_base(r);
 
 				json_row(js, tb_clusters[c], mx->name, r, p,
@@ -399,8 +395,8 @@ int sim_bench_table(const char *dir, const char *data, const char *commit,
 		if (mix_only && strcmp(mx->name, mix_only))
 			continue;
 		for (int c = 0; c < TB_NCL; c++)
-			miss += judge(md, gj, &gfirst, tb_clusters[c],
-				      mx->name, &res[m * TB_NCL + c]);
+			miss += judge(md, gj, &gfirst, tb_clusters[c], mx->name,
+				      &res[m * TB_NCL + c]);
 		m++;
 	}
 	fprintf(md, "\n%d goal verdict(s) missed.\n", miss);
