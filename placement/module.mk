@@ -22,7 +22,8 @@ $(B)/bin/islesim: $(ISLESIM_OBJS) $(B)/libisle_place.a $(B)/libisle_topo.a
 # Unit tests (cmocka). test_place_sim also links islesim's parts.
 PLACE_TESTS := $(B)/tests/test_place_engine $(B)/tests/test_place_optimum \
 	       $(B)/tests/test_place_contention
-UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim
+UNIT_TESTS  += $(PLACE_TESTS) $(B)/tests/test_place_sim \
+	       $(B)/tests/test_place_shim
 $(PLACE_TESTS): $(B)/tests/%: $(B)/tests/unit/%.o $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
 	@mkdir -p $(dir $@)
@@ -60,6 +61,26 @@ bench-contention: $(B)/bin/islesim
 		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}" \
 		| tee $(B)/bench/contention.txt
 
+# Issue 26's one results table: superpod, nvl72, pcie, lingjun, roce2 and
+# roce4 under tree, block, isle, isle-cc and isle+shim, 3 seeds, the mix
+# PLACE_TABLE_MIX (empty: all four), and the verdict on the issue's goals
+# (a miss is reported, not a failed make bench). Writes
+# docs/results/placement-table.{json,md,svg}; commit it from a clean tree.
+PLACE_TABLE_MIX ?= kalos
+PLACE_TABLE_DIR ?= docs/results
+BENCHES += bench-placement-table
+.PHONY: bench-placement-table
+bench-placement-table: $(B)/bin/islesim
+	@mkdir -p $(PLACE_TABLE_DIR)
+	@bench/stamp.sh $(PLACE_TABLE_DIR)/placement-table.json -- \
+		$(B)/bin/islesim --bench-table $(PLACE_TABLE_DIR) \
+		--jobs $(PLACE_BENCH_JOBS) $(if $(PLACE_TABLE_MIX),--mix $(PLACE_TABLE_MIX)) \
+		--commit "$$(git describe --always --dirty 2>/dev/null || echo unknown)" \
+		--data "$${ISLE_TEST_DATA:-$(CURDIR)/../shared/data}"
+	@printf '\nHost idle CPU over the run: %s%%.\n' \
+		"$$(jq -r .cpu_idle_pct $(PLACE_TABLE_DIR)/placement-table.json)" \
+		>>$(PLACE_TABLE_DIR)/placement-table.md
+
 # The goal of issue 25 on islesim's output (bench/placement/wait-class.sh):
 # per size class isle <= 1.1 x min(tree, block) + 60 s, GPU-weighted wait
 # <= the best baseline's, step <= 1.01 x min(tree, block), 4 clusters x 4
@@ -73,8 +94,10 @@ bench-wait-class: $(B)/bin/islesim
 		cat $(B)/bench/wait-class.txt; \
 		[ $$rc -eq 0 ] || echo "bench-wait-class: a bound of issue 25 missed (exit $$rc)"
 
-$(B)/tests/unit/test_place_sim.o: CPPFLAGS += -Iplacement/sim
-$(B)/tests/test_place_sim: $(B)/tests/unit/test_place_sim.o \
+$(B)/tests/unit/test_place_sim.o $(B)/tests/unit/test_place_shim.o: \
+	CPPFLAGS += -Iplacement/sim
+$(B)/tests/test_place_sim $(B)/tests/test_place_shim: $(B)/tests/%: \
+		$(B)/tests/unit/%.o \
 		$(filter-out %/main.o,$(ISLESIM_OBJS)) $(B)/libisle_place.a \
 		$(B)/libisle_topo.a
 	@mkdir -p $(dir $@)

@@ -236,24 +236,6 @@ static int phase_hops(const struct rjob *j, int phase)
 	}
 }
 
-/* The wire formats of docs/comm-shim.md. */
-double sim_fab_codec_ratio(const char *c)
-{
-	double x;
-
-	if (!strncmp(c, "fp16", 4) || !strncmp(c, "bf16", 4))
-		return 0.5;
-	if (!strncmp(c, "int8", 4)) { /* a byte each, a float per block */
-		x = c[4] == ':' ? atof(c + 5) : 256;
-		return 0.25 + 1.0 / (x >= 1 ? x : 256);
-	}
-	if (!strncmp(c, "topk", 4)) { /* index and value of the kept */
-		x = c[4] == ':' ? atof(c + 5) : 0.01;
-		return x > 0 && x < 0.5 ? 2 * x : 1;
-	}
-	return 1;
-}
-
 static void add_flow(struct rflows *fl, struct rflow f)
 {
 	if (fl->n == fl->cap) {
@@ -336,71 +318,51 @@ static int scope_key(const struct efab *f, const struct rjob *j, int r,
 	}
 }
 
-/*
- * The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
- * communicator order): level by level, the members that share the level's
- * scope and their positions in the levels below form a group, which
- * reduce-scatters and allgathers its share (bytes over the sizes of the
- * groups below) as a ring in the level's codec. The levels' flows run at
- * once (the shim pipelines segments through them).
- */
+struct fring {
+	const struct efab *f;
+	struct rjob *j;
+	int jid;
+	const int *mem;
+	int *tmp;
+	struct rflows *fl;
+};
+
+static void fring_cb(void *ctx, const int *grp, int g, double bytes,
+		     double ratio)
+{
+	struct fring *r = ctx;
+
+	for (int i = 0; i < g; i++)
+		r->tmp[i] = r->mem[grp[i]];
+	ring_list(r->j, r->jid, r->tmp, g, SIM_PH_DP, bytes, ratio, r->fl);
+}
+
+/* The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
+ * communicator order) at the job's printed levels: shim_model.c's
+ * hierarchy, each group's ring on the emulated fabric. */
 static void shim_flows(const struct efab *f, struct rjob *j, int jid,
 		       const int *mem, int n, double bytes, struct rflows *fl)
 {
-	int *idx = calloc((size_t)n * (MAX_SLEV + 1), sizeof(int));
-	int *div = malloc((size_t)n * sizeof(int)),
-	    *grp = malloc((size_t)n * sizeof(int));
+	struct sim_shim_level lv[MAX_SLEV];
+	int *keys = malloc(((size_t)n * j->nslev + 1) * sizeof(int));
+	int *tmp = malloc(((size_t)n + 1) * sizeof(int));
+	struct fring ctx = {f, j, jid, mem, tmp, fl};
 
-	if (!idx || !div || !grp) {
+	if (!keys || !tmp) {
 		fl->oom = 1;
 		goto out;
 	}
-	for (int i = 0; i < n; i++)
-		div[i] = 1;
 	for (int l = 0; l < j->nslev; l++) {
-		char sc = j->slev[l].scope;
-
 		for (int i = 0; i < n; i++)
-			idx[l * n + i] = -1;
-		for (int i = 0; i < n; i++) {
-			int g = 0;
-
-			if (idx[l * n + i] >= 0)
-				continue;
-			/* i leads a new group: everyone with its key */
-			for (int k = i; k < n; k++) {
-				int same = scope_key(f, j, mem[k], sc) ==
-					   scope_key(f, j, mem[i], sc);
-
-				for (int m = 0; same && m < l; m++)
-					same = idx[m * n + k] == idx[m * n + i];
-				if (same && idx[l * n + k] < 0) {
-					idx[l * n + k] = g;
-					grp[g++] = mem[k];
-				}
-			}
-			ring_list(j, jid, grp, g, SIM_PH_DP, bytes / div[i],
-				  j->slev[l].ratio, fl);
-		}
-		/* the next level works on shares of 1 / group size */
-		for (int i = 0; i < n; i++) {
-			int g = 0;
-
-			for (int k = 0; k < n; k++) {
-				int same = scope_key(f, j, mem[k], sc) ==
-					   scope_key(f, j, mem[i], sc);
-
-				for (int m = 0; same && m < l; m++)
-					same = idx[m * n + k] == idx[m * n + i];
-				g += same;
-			}
-			div[i] *= g > 0 ? g : 1;
-		}
+			keys[l * n + i] =
+			    scope_key(f, j, mem[i], j->slev[l].scope);
+		lv[l] = (struct sim_shim_level){keys + l * n, j->slev[l].ratio};
 	}
+	if (sim_shim_hier(n, lv, j->nslev, bytes, fring_cb, &ctx))
+		fl->oom = 1;
 out:
-	free(idx);
-	free(div);
-	free(grp);
+	free(keys);
+	free(tmp);
 }
 
 void sim_fab_job_costs(struct rjob *j, double scale)

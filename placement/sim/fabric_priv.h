@@ -79,9 +79,6 @@ struct rjob {
 	double measured_sum;
 };
 
-/* Wire bytes per fp32 byte of a codec as the shim prints it. */
-double sim_fab_codec_ratio(const char *codec);
-
 /* The job's compute and fill-and-check CPU time at the run's scale. */
 void sim_fab_job_costs(struct rjob *j, double scale);
 

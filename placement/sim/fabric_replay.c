@@ -89,7 +89,7 @@ static void shim_parse(struct rjob *j, json_object *lines)
 				   scope, &a, &b, &bw, &lat, codec) != 6)
 				continue;
 			lv[nl].scope = scope[0];
-			lv[nl].ratio = sim_fab_codec_ratio(codec);
+			lv[nl].ratio = sim_codec_ratio(codec);
 			nl++;
 		}
 		if (nl > j->nslev) {

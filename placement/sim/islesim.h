@@ -116,6 +116,10 @@ struct sim_model_class {
 /* The table, smallest class first; NULL name ends it. */
 extern const struct sim_model_class sim_model_classes[];
 
+/* Bytes per element of the activations and gradients traffic.c moves
+ * (bf16). */
+#define SIM_TRAFFIC_BYTES 2.0
+
 /* One training step of a job, per GPU. */
 struct sim_traffic {
 	const struct sim_model_class *model;
@@ -160,6 +164,14 @@ struct sim_xfer {
 int sim_job_xfers(const struct sim_traffic *tr,
 		  const struct isle_place_rank *ranks, int nranks, int tp,
 		  int pp, struct sim_xfer **out, int *nout);
+
+/* Ring allreduce of bytes over members[0..n) as NCCL builds it (the
+ * transfers sim_job_xfers makes for one group), appended to x from index
+ * k; members are regrouped by node. Returns the new count (at most 2n
+ * added). */
+int sim_ring_xfers(struct sim_xfer *x, int k,
+		   const struct isle_place_rank *ranks, int *members, int n,
+		   int phase, double bytes);
 
 struct sim_net;
 
@@ -207,6 +219,64 @@ double sim_net_comm_time(const struct sim_net *n, int id,
 int sim_fabric_replay(const char *path, const char *shape_dir,
 		      double max_err_pct, FILE *out);
 
+/* --- shim_model.c: collectives as comm_shim runs them ---------------- */
+
+/* ISLE_COMM_PROBE_SHARE's default (comm_shim/config.c): the crossover
+ * probe moves at most this share of what a communicator carried. */
+#define SIM_SHIM_PROBE_SHARE 0.01
+
+/* Wire bytes per fp32 byte of a codec spec (docs/comm-shim.md): bf16 and
+ * fp16 0.5, int8:B 0.25 + 1/B, topk:R 2R, anything else 1. */
+double sim_codec_ratio(const char *spec);
+
+/* The admin's default codec (agent/plan_build.c) for a level carried by
+ * tier: none on NVLink and PCIe, bf16 in a leaf, int8 on an
+ * oversubscribed spine or core (bf16 on a non-blocking one). */
+const char *sim_shim_codec(const isle_topo *t, isle_tier tier);
+
+/* One level of the shim's hierarchy: per member its key at the level's
+ * scope, and the codec's wire ratio. */
+struct sim_shim_level {
+	const int *key;
+	double ratio;
+};
+
+/* One group's ring: members grp[0..g) (indices into the communicator),
+ * bytes of fp32 payload, the level's wire ratio. */
+typedef void (*sim_shim_ring_fn)(void *ctx, const int *grp, int g, double bytes,
+				 double ratio);
+
+/* The hierarchy of an allreduce of bytes over n members (see
+ * shim_model.c): calls ring once per group of two or more members, level
+ * by level. 0 or -ENOMEM. */
+int sim_shim_hier(int n, const struct sim_shim_level *lv, int nlev,
+		  double bytes, sim_shim_ring_fn ring, void *ctx);
+
+/* The levels the plan gives a communicator of ranks mem[0..n) of a
+ * placed job: island, node, leaf where each nests and has fewer groups,
+ * then the job; keys has room for n * (ISLE_TIER_COUNT + 1). Returns the
+ * level count (at least 1). */
+int sim_shim_levels(const isle_topo *t, const struct isle_place_rank *ranks,
+		    const int *mem, int n, int *keys,
+		    struct sim_shim_level *lv);
+
+/* A step's transfers with the DP allreduce as the shim runs it (its
+ * bytes grown by probe_share, the bound on the probe), TP and PP as
+ * sim_job_xfers. *out malloc'd; 0 or -ENOMEM. */
+int sim_shim_xfers(const isle_topo *t, const struct sim_traffic *tr,
+		   const struct isle_place_rank *ranks, int nranks, int tp,
+		   int pp, double probe_share, struct sim_xfer **out,
+		   int *nout);
+
+/* Adds job id's traffic under isle+shim: the shim's transfers when their
+ * communication alone on the job's own links is strictly shorter than
+ * the library's, else the library's (the shim passes through). *used: 1
+ * when the shim's. Returns what sim_net_job_add returns. */
+int sim_shim_job_add(struct sim_net *net, const isle_topo *t, int id,
+		     const struct sim_traffic *tr,
+		     const struct isle_place_rank *ranks, int nranks, int tp,
+		     int pp, double probe_share, int *used);
+
 /* --- policies.c --------------------------------------------------------- */
 
 enum sim_policy {
@@ -218,6 +288,7 @@ enum sim_policy {
 	SIM_TREE_SW,   /* tree with --switches=1 */
 	SIM_BLOCK_SEG, /* block with --segment */
 	SIM_ISLE_CC,   /* isle with contention_weight SIM_CC_WEIGHT */
+	SIM_ISLE_SHIM, /* isle's placement, collectives through the shim */
 	SIM_NPOLICIES
 };
 
@@ -276,7 +347,10 @@ struct sim_metrics {
 	/* flow model (netsim.c): mean step time over each training job of
 	 * 2+ GPUs's run, seconds */
 	double step_time_mean, step_time_p95;
-	double comm_time_mean;	/* its communication part */
+	double comm_time_mean; /* its communication part */
+	/* isle+shim: training jobs of 2+ GPUs with a DP allreduce, and those
+	 * whose allreduce the shim took (the rest passed through) */
+	int dp_jobs, shim_jobs;
 	double step_alone_mean; /* the same jobs' step alone on the fabric */
 	double wait_p95_s, jct_mean_s; /* jct = wait + run time */
 	double wait_gpu_mean_s;	       /* wait weighted by the job's GPUs */
@@ -336,5 +410,14 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
  * 0 (also when a goal is missed) or a negative errno. */
 int sim_bench_contention(const char *dir, const char *data, const char *commit,
 			 int njobs, uint64_t seed, int decisions);
+
+/* --- bench_table.c ------------------------------------------------------ */
+
+/* islesim --bench-table: six clusters under tree, block, isle, isle-cc and
+ * isle+shim, each mix (or mix_only), 3 seeds from seed: writes
+ * dir/placement-table.{json,md,svg}, prints the table and the goals'
+ * verdict. 0 (also when a goal is missed) or a negative errno. */
+int sim_bench_table(const char *dir, const char *data, const char *commit,
+		    const char *mix_only, int njobs, uint64_t seed);
 
 #endif /* ISLESIM_H */

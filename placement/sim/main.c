@@ -25,6 +25,7 @@ struct cfg {
 	const char *fabric, *shape_dir, *commit;
 	const char *write_cluster; /* --write-cluster FILE */
 	const char *bench_cc;	   /* --bench-contention DIR */
+	const char *bench_table;   /* --bench-table DIR */
 	int mix_set;		   /* --mix given: --bench runs that mix only */
 	double max_err;
 	int policy; /* -1: all */
@@ -48,9 +49,14 @@ static void usage(FILE *f)
 	    " --jobs, 3 seeds\n"
 	    "                   from --seed): DIR/contention.json and the"
 	    " table\n"
+	    "  --bench-table DIR  tree, block, isle, isle-cc and isle+shim"
+	    " on six clusters\n"
+	    "                   (--mix: that one, else all; --jobs, 3 seeds"
+	    " from --seed):\n"
+	    "                   DIR/placement-table.{json,md,svg}\n"
 	    "  --policy P       isle | linear | tree | block | random |"
 	    " tree-sw | block-seg |\n"
-	    "                   isle-cc | all"
+	    "                   isle-cc | isle+shim | all"
 	    " (default all)\n"
 	    "  --jobs N         generated jobs (default 2000)\n"
 	    "  --mix M          seren | kalos | philly | helios (default"
@@ -269,7 +275,8 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    js,
 			    "%s\n    {\"cluster\": \"%s\", \"mix\": \"%s\", "
 			    "\"policy\": \"%s\", "
-			    "\"step_s\": %.4f, \"wait_gpu_s\": %.1f, "
+			    "\"step_s\": %.4f, \"comm_s\": %.4f, "
+			    "\"wait_gpu_s\": %.1f, "
 			    "\"step_time_mean\": %.4f, "
 			    "\"step_time_p95\": %.4f, "
 			    "\"comm_time_mean\": %.4f, "
@@ -288,14 +295,14 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 			    "\"wait_by_class\": {",
 			    *first ? "" : ",", cluster, c->mix,
 			    sim_policy_names[p], m.step_time_mean,
-			    m.wait_gpu_mean_s, m.step_time_mean,
-			    m.step_time_p95, m.comm_time_mean, m.wait_mean_s,
-			    m.wait_p95_s, m.wait_gpu_mean_s, m.jct_mean_s,
-			    m.tp_groups_split_pct, m.occupancy_mean,
-			    m.tp_in_island_pct, m.comm_cost_ratio_mean,
-			    m.comm_cost_ratio_p95, m.infer_latency_ratio_mean,
-			    m.fragmentation_mean, m.decision_us_p50,
-			    m.decision_us_p99);
+			    m.comm_time_mean, m.wait_gpu_mean_s,
+			    m.step_time_mean, m.step_time_p95, m.comm_time_mean,
+			    m.wait_mean_s, m.wait_p95_s, m.wait_gpu_mean_s,
+			    m.jct_mean_s, m.tp_groups_split_pct,
+			    m.occupancy_mean, m.tp_in_island_pct,
+			    m.comm_cost_ratio_mean, m.comm_cost_ratio_p95,
+			    m.infer_latency_ratio_mean, m.fragmentation_mean,
+			    m.decision_us_p50, m.decision_us_p99);
 			for (int k = 0; k < SIM_NCLASSES; k++)
 				fprintf(js,
 					"%s\"%s\": {\"jobs\": %d, "
@@ -370,7 +377,8 @@ static int run_scales(const struct cfg *c, FILE *js, int *first)
 }
 
 static const char *const bench_clusters[] = {"superpod", "nvl72", "pcie",
-					     "lingjun"};
+					     "lingjun",	 "roce2", "roce4"};
+#define NBENCH_CL (int)(sizeof(bench_clusters) / sizeof(*bench_clusters))
 
 /* gnuplot script: step-time CDF per policy (top; flow model, training
  * jobs of 2+ GPUs) and occupancy over time (bottom), one column per
@@ -390,11 +398,11 @@ static int write_plot(const char *dir)
 	fprintf(f,
 		"set terminal pngcairo size 1800,900 noenhanced\n"
 		"set output '%s/placement.png'\n"
-		"set multiplot layout 2,4 title 'islesim: step time under "
+		"set multiplot layout 2,%d title 'islesim: step time under "
 		"the flow model (CDF) and GPU occupancy'\n"
 		"set key bottom right\nset grid\n",
-		dir);
-	for (k = 0; k < 4; k++) {
+		dir, NBENCH_CL);
+	for (k = 0; k < NBENCH_CL; k++) {
 		fprintf(f,
 			"set title '%s: step time CDF'\n"
 			"set xlabel 'step time, s'\nset ylabel 'CDF'\n"
@@ -408,7 +416,7 @@ static int write_plot(const char *dir)
 				sim_policy_names[p], sim_policy_names[p]);
 		fputs("\nunset logscale x\n", f);
 	}
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < NBENCH_CL; k++) {
 		fprintf(f,
 			"set title '%s: occupancy'\nset xlabel 'hours'\n"
 			"set ylabel 'busy GPUs'\nset yrange [0:1]\nplot ",
@@ -745,6 +753,7 @@ int main(int argc, char **argv)
 	    {"commit", required_argument, NULL, 'G'},
 	    {"write-cluster", required_argument, NULL, 'w'},
 	    {"bench-contention", required_argument, NULL, 'K'},
+	    {"bench-table", required_argument, NULL, 'B'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -796,6 +805,9 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			c.bench_cc = optarg;
+			break;
+		case 'B':
+			c.bench_table = optarg;
 			break;
 		case 'l':
 			c.load = atof(optarg);
@@ -907,6 +919,11 @@ int main(int argc, char **argv)
 	if (c.bench_cc)
 		return sim_bench_contention(c.bench_cc, c.data, c.commit,
 					    c.jobs, c.seed, c.decisions)
+			   ? 1
+			   : 0;
+	if (c.bench_table)
+		return sim_bench_table(c.bench_table, c.data, c.commit,
+				       c.mix_set ? c.mix : NULL, c.jobs, c.seed)
 			   ? 1
 			   : 0;
 	if (c.replay)

@@ -40,8 +40,8 @@
 #include "islesim.h"
 
 const char *const sim_policy_names[SIM_NPOLICIES] = {
-    "isle",   "linear",	 "tree",      "block",
-    "random", "tree-sw", "block-seg", "isle-cc",
+    "isle",    "linear",    "tree",    "block",	    "random",
+    "tree-sw", "block-seg", "isle-cc", "isle+shim",
 };
 
 int sim_policy_parse(const char *s)
@@ -768,7 +768,7 @@ int sim_policy_place(struct sim_policy_ctx *pc, const uint64_t *fm,
 {
 	int need = req->gpus, i, rc;
 
-	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC)
+	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC || pc->p == SIM_ISLE_SHIM)
 		return isle_place(pc->eng, fm, NULL, req, res);
 	pc->gpn = req->gpus_per_node;
 	if (!need)
@@ -838,7 +838,7 @@ int sim_policy_place_later(struct sim_policy_ctx *pc, const uint64_t *fm_later,
 			   const struct isle_place_req *req,
 			   struct isle_place_result *res)
 {
-	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC)
+	if (pc->p == SIM_ISLE || pc->p == SIM_ISLE_CC || pc->p == SIM_ISLE_SHIM)
 		return isle_place_later(pc->eng, fm_later, fm_now, NULL, req,
 					res);
 	return sim_policy_place(pc, fm_later, req, res);

@@ -57,7 +57,8 @@ struct state {
 	/* flow model: per job compute and step time, integrated over time */
 	struct sim_net *net;
 	double *compute, *step_cur, *step_int, *step_last;
-	double *step_alone; /* per job: its step time alone on the fabric */
+	double *step_alone;	/* per job: its step time alone on the fabric */
+	int dp_jobs, shim_jobs; /* isle+shim: DP jobs, those the shim took */
 	double *alones;
 	int nalones, capalones;
 	char *onfab;
@@ -291,12 +292,22 @@ static int net_start(struct state *s, int ji, double now,
 	if (j->workload != ISLE_WORKLOAD_TRAIN)
 		return 0;
 	rc = sim_traffic_of(j->gpus, j->tp, j->pp, &tr);
-	if (!rc)
-		rc = sim_job_xfers(&tr, r->ranks, r->nranks, j->tp, j->pp, &x,
-				   &nx);
-	if (!rc)
-		rc = sim_net_job_add(s->net, ji, x, nx);
-	free(x);
+	if (!rc && s->o->policy == SIM_ISLE_SHIM) {
+		int used = 0;
+
+		rc =
+		    sim_shim_job_add(s->net, s->t, ji, &tr, r->ranks, r->nranks,
+				     j->tp, j->pp, SIM_SHIM_PROBE_SHARE, &used);
+		s->dp_jobs += tr.dp_bytes > 0 && j->gpus >= 2;
+		s->shim_jobs += used && j->gpus >= 2;
+	} else {
+		if (!rc)
+			rc = sim_job_xfers(&tr, r->ranks, r->nranks, j->tp,
+					   j->pp, &x, &nx);
+		if (!rc)
+			rc = sim_net_job_add(s->net, ji, x, nx);
+		free(x);
+	}
 	if (rc < 0)
 		return rc;
 	s->compute[ji] = tr.compute_s;
@@ -968,6 +979,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	m->step_time_mean = sim_mean(s.steps, s.nsteps);
 	m->step_time_p95 = sim_pct(s.steps, s.nsteps, 0.95);
 	m->comm_time_mean = sim_mean(s.comms, s.ncomms);
+	m->dp_jobs = s.dp_jobs;
+	m->shim_jobs = s.shim_jobs;
 	m->step_alone_mean = sim_mean(s.alones, s.nalones);
 	m->tp_groups_split_pct = 100.0 - m->tp_in_island_pct;
 	m->decision_us_p50 = sim_pct(s.dec_us, s.ndec, 0.50);

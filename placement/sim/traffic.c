@@ -19,7 +19,6 @@
 
 #define SEQ 4096.0
 #define MB_PER_STAGE 8.0
-#define BYTES 2.0
 #define FLOPS 400e12
 
 const struct sim_model_class sim_model_classes[] = {
@@ -39,15 +38,16 @@ int sim_traffic_of(int gpus, int tp, int pp, struct sim_traffic *out)
 	while (m[1].name && gpus > m->max_gpus)
 		m++;
 	mb = MB_PER_STAGE * pp;
-	act = SEQ * m->hidden * BYTES;
+	act = SEQ * m->hidden * SIM_TRAFFIC_BYTES;
 	out->model = m;
 	out->compute_s = 6.0 * m->params / (tp * pp) * mb * SEQ / FLOPS;
 	out->tp_msg = tp > 1 ? act : 0;
 	out->tp_calls = tp > 1 ? 4.0 * m->layers / pp * mb : 0;
 	out->pp_msg = pp > 1 ? act / tp : 0;
 	out->pp_calls = pp > 1 ? 2.0 * mb : 0;
-	out->dp_bytes =
-	    gpus / (tp * pp) > 1 ? m->params / (tp * pp) * BYTES : 0;
+	out->dp_bytes = gpus / (tp * pp) > 1
+			    ? m->params / (tp * pp) * SIM_TRAFFIC_BYTES
+			    : 0;
 	return 0;
 }
 
@@ -84,8 +84,9 @@ static void group_by_node(const struct isle_place_rank *ranks, int *m, int n)
  * c-th of the next, so a node's NICs share the inter-node bytes. Each
  * hop carries 2(n-1)/n of the buffer.
  */
-static int ring(struct sim_xfer *x, int k, const struct isle_place_rank *ranks,
-		int *members, int n, int phase, double bytes)
+int sim_ring_xfers(struct sim_xfer *x, int k,
+		   const struct isle_place_rank *ranks, int *members, int n,
+		   int phase, double bytes)
 {
 	double b = bytes * 2.0 * (n - 1) / n;
 	int i, start, next, nnodes = 0;
@@ -157,8 +158,8 @@ int sim_job_xfers(const struct sim_traffic *tr,
 	for (r = 0; tr->tp_calls > 0 && r + tp <= nranks; r += tp) {
 		for (i = 0; i < tp; i++)
 			mem[i] = r + i;
-		k = ring(x, k, ranks, mem, tp, SIM_PH_TP,
-			 tr->tp_msg * tr->tp_calls);
+		k = sim_ring_xfers(x, k, ranks, mem, tp, SIM_PH_TP,
+				   tr->tp_msg * tr->tp_calls);
 	}
 	/* stage s -> s + 1 of each replica and TP index, both ways */
 	for (r = 0; tr->pp_calls > 0 && r < nranks; r++) {
@@ -179,7 +180,8 @@ int sim_job_xfers(const struct sim_traffic *tr,
 	for (r = 0; tr->dp_bytes > 0 && r < tp * pp; r++) {
 		for (i = 0; i < dp; i++)
 			mem[i] = r + i * tp * pp;
-		k = ring(x, k, ranks, mem, dp, SIM_PH_DP, tr->dp_bytes);
+		k = sim_ring_xfers(x, k, ranks, mem, dp, SIM_PH_DP,
+				   tr->dp_bytes);
 	}
 	free(mem);
 	*out = x;
