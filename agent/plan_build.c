@@ -19,19 +19,14 @@
 
 #include "plan.h"
 
-/* Admin default: exact on NVLink and PCIe, half precision inside a leaf,
- * int8 where the spine or core is oversubscribed. */
-static const char *const default_codec[ISLE_TIER_COUNT] = {
-    [ISLE_TIER_ISLAND] = "none", [ISLE_TIER_NODE] = "none",
-    [ISLE_TIER_LEAF] = "bf16",	 [ISLE_TIER_SPINE] = "int8",
-    [ISLE_TIER_CORE] = "int8",
-};
+/* isle_codec_tier_default is indexed by isle_tier */
+_Static_assert(ISLE_TIER_COUNT == 5, "isle_codec_tier_default's tiers");
 
 void isle__codec_policy_default(struct isle__codec_policy *p)
 {
 	for (int i = 0; i < ISLE_TIER_COUNT; i++)
 		snprintf(p->codec[i], sizeof(p->codec[i]), "%s",
-			 default_codec[i]);
+			 isle_codec_tier_default(i));
 }
 
 int isle__codec_check(const char *spec, char *err, size_t errlen)

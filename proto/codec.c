@@ -24,6 +24,16 @@ const char *isle_codec_kind_name(isle_codec_kind k)
 	return (unsigned)k < ISLE_CODEC_COUNT ? kind_names[k] : "?";
 }
 
+const char *isle_codec_tier_default(int tier)
+{
+	static const char *const def[] = {"none", "none", "bf16", "int8",
+					  "int8"};
+
+	return tier >= 0 && tier < (int)(sizeof(def) / sizeof(def[0]))
+		   ? def[tier]
+		   : NULL;
+}
+
 int isle_codec_is_flag(const char *item)
 {
 	return item && (!strcasecmp(item, "ef") || !strcasecmp(item, "noef") ||

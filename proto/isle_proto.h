@@ -111,6 +111,13 @@ ISLE_EXPORT const char *isle_codec_kind_name(isle_codec_kind k);
  * left to isle_codec_parse. */
 ISLE_EXPORT int isle_codec_is_flag(const char *item);
 
+/* The admin's default codec for a tier (the values of isle_tier,
+ * topology/isle_topo.h: island, node, leaf, spine, core) where the cluster
+ * file names none: exact on NVLink and PCIe, bf16 inside a leaf, int8
+ * across the spine and core. The agent's plans and islesim's shim model
+ * both read it. NULL for a tier out of range. */
+ISLE_EXPORT const char *isle_codec_tier_default(int tier);
+
 /* Shortest "%.*g" of v that reads back as v exactly; length as snprintf. */
 ISLE_EXPORT int isle_fmt_double(char *buf, size_t len, double v);
 

@@ -53,8 +53,8 @@ int sim_decision_time(const struct sim_scale *s, struct sim_scale_result *r)
 	held = calloc(SCALE_JOBS, sizeof(*held));
 	hreq = calloc(SCALE_JOBS, sizeof(*hreq));
 	us = malloc((size_t)s->decisions * sizeof(double));
-	jobs = sim_workload_gen(sim_mix_find(s->mix), SCALE_JOBS,
-				t->total_gpus, 1.0, s->seed);
+	jobs = sim_workload_gen(sim_mix_find(s->mix), SCALE_JOBS, t->total_gpus,
+				1.0, s->seed);
 	if (!eng || !fm || !held || !hreq || !us || !jobs)
 		goto out;
 	for (i = 0; i < t->nnodes; i++)

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "islesim.h"
+#include "isle_proto.h"
 
 double sim_codec_ratio(const char *c)
 {
@@ -110,19 +111,12 @@ out:
 	return rc;
 }
 
-/* The admin's default codec per tier (agent/plan_build.c). */
-static const char *const default_codec[ISLE_TIER_COUNT] = {
-    [ISLE_TIER_ISLAND] = "none", [ISLE_TIER_NODE] = "none",
-    [ISLE_TIER_LEAF] = "bf16",	 [ISLE_TIER_SPINE] = "int8",
-    [ISLE_TIER_CORE] = "int8",
-};
-
 const char *sim_shim_codec(const isle_topo *t, isle_tier tier)
 {
 	/* spine and core codecs are for oversubscribed tiers only */
 	if (tier >= ISLE_TIER_SPINE && t->tier[tier].oversub <= 1.0)
 		tier = ISLE_TIER_LEAF;
-	return default_codec[tier];
+	return isle_codec_tier_default(tier);
 }
 
 /* Groups at a scope's keys among members that share the previous kept

@@ -222,6 +222,25 @@ static void codec_line(FILE *o, char *spec)
 		c.momentum);
 }
 
+/* The default per tier is a codec the parser takes; past the tiers, none. */
+static void test_codec_tier_default(void **state)
+{
+	static const char *const want[] = {"none", "none", "bf16", "int8",
+					   "int8"};
+	struct isle_codec c;
+	char err[128];
+
+	(void)state;
+	for (int t = 0; t < 5; t++) {
+		assert_string_equal(isle_codec_tier_default(t), want[t]);
+		assert_int_equal(isle_codec_parse(isle_codec_tier_default(t),
+						  &c, err, sizeof(err)),
+				 0);
+	}
+	assert_null(isle_codec_tier_default(-1));
+	assert_null(isle_codec_tier_default(5));
+}
+
 static void test_codec_golden(void **state)
 {
 	struct out o;
@@ -459,6 +478,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_codec_golden),
+	    cmocka_unit_test(test_codec_tier_default),
 	    cmocka_unit_test(test_jobopt_golden),
 	    cmocka_unit_test(test_jobopt_table),
 	    cmocka_unit_test(test_layout_golden),
