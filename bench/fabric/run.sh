@@ -629,7 +629,7 @@ job_past_init() { grep -q '^fabric_job: ' "$1" 2>/dev/null; }
 run_collide() {
 	local shape=$1 config=$2 seed=$3
 	local rw=$work/collide-$config-$seed
-	local plan leafs=() l0 l1 l2 l3 g a_nodes b_pin="" blk=()
+	local plan leafs=() l0 l1 l2 l3 l0b l1b l2b l3b g a_nodes b_pin="" blk=()
 	mkdir -p "$rw"
 	plan=$rw/plan
 	"$ISLECTL" emit fabric "$shape" >"$plan"
