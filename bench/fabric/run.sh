@@ -808,6 +808,9 @@ done
 # shellcheck source=bench/stamp.sh
 source "$here/bench/stamp.sh"
 isle_bench_begin
+# The commit of the code that runs, not of the tree when the file is written.
+ISLE_COMMIT=$(isle_bench_commit)
+export ISLE_COMMIT
 if [ "$scenario" = collide ]; then
 	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do
