@@ -8,8 +8,8 @@
 #    on both of them, "avoid" on neither; under topology/isle B crosses the
 #    spine too (every leaf has one free node when it comes);
 #  - the spine cables carried at least A's gradient allreduces;
-#  - isle-cc ran, or the result file says why not (a build whose cluster
-#    file has no placement.contention_weight);
+#  - isle-cc ran, or the result file says why not (a build whose
+#    plugin has no TopologyParam=IsleContentionWeight);
 #  - the result file records its commit and host CPU idle;
 #  - nothing of any run is left: run dir, namespaces, processes.
 set -uo pipefail
@@ -73,7 +73,7 @@ if jq -e '[.runs[] | select(.config == "isle-cc")] | length == 1' "$f" >/dev/nul
 		fail "isle-cc: jobs not both completed"
 	echo "ok   isle-cc ran"
 else
-	jq -e '.not_run[] | select(.config == "isle-cc") | .not_run | test("placement")' "$f" >/dev/null ||
+	jq -e '.not_run[] | select(.config == "isle-cc") | .not_run | test("IsleContentionWeight")' "$f" >/dev/null ||
 		fail "isle-cc neither ran nor says why"
 	echo "ok   isle-cc not run: $(jq -r '.not_run[0].not_run' "$f")"
 fi
