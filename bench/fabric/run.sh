@@ -7,7 +7,9 @@
 #
 # Usage: bench/fabric/run.sh [--shape FILE]... [--configs LIST] [--seeds N]
 #                            [--jobs N] [--steps N] [--scale S] [--quick]
-#                            [--out FILE] [--png FILE]
+#                            [--poll-us N] [--out FILE] [--png FILE]
+#        bench/fabric/run.sh --scenario collide [--configs LIST] [--seeds N]
+#                            [--steps N] [--cc-weight W] [--out FILE]
 #   --shape    cluster file (repeatable; default bench/fabric/gb200-16.json
 #              and bench/fabric/leafspine-16.json)
 #   --configs  any of tree block tree-switches block-segment isle isle-shim
@@ -32,8 +34,17 @@
 #   --quick    one shape and, unless given, 3 jobs, 3 steps, configs
 #              tree,isle, one seed: the correctness run of
 #              tests/integration/49-fabric-quick.sh
+#   --poll-us  the ranks wait for transfers by testing every N us and
+#              sleeping between tests (fabric_job --poll-us; default 1000;
+#              0: Open MPI's blocking calls, which spin): the host stays
+#              idle enough that the emulated cables set the step time
 #   --out      result JSON (default build/bench/fabric.json); --png its plot
 #              (default: beside --out, gnuplot; skipped without gnuplot)
+#   --scenario collide  the collision scenario (run_collide below): shape
+#              bench/fabric/collide-8.json, configs isle isle-cc share avoid,
+#              --steps 6, --seeds 3, --out build/bench/collide.json;
+#              --cc-weight W: isle-cc's
+#              TopologyParam=IsleContentionWeight (default 1)
 #
 # FABRIC_JOB_TIME_MIN overrides the jobs' time limit (minutes), for tests
 # of what a hung job reports; FABRIC_BENCH_KEEP=1 keeps the work dir.
@@ -60,8 +71,11 @@ njobs=8
 steps=6
 scale=0.0005
 quick=0
-out=$B/bench/fabric.json
+out=""
 png=""
+poll_us=1000
+scenario=""
+cc_weight=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -75,6 +89,9 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1; shift ;;
 	--out) out=$2; shift 2 ;;
 	--png) png=$2; shift 2 ;;
+	--poll-us) poll_us=$2; shift 2 ;;
+	--scenario) scenario=$2; shift 2 ;;
+	--cc-weight) cc_weight=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "fabric-bench: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -88,6 +105,17 @@ if [ $quick = 1 ]; then
 	[ -n "${set_jobs:-}" ] || njobs=3
 	[ -n "${set_steps:-}" ] || steps=3
 fi
+case $scenario in
+"") ;;
+collide)
+	[ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/collide-8.json")
+	shapes=("${shapes[0]}")
+	[ -n "${set_configs:-}" ] || configs="isle isle-cc share avoid"
+	[ -n "$out" ] || out=$B/bench/collide.json
+	;;
+*) echo "fabric-bench: unknown scenario $scenario" >&2; exit 2 ;;
+esac
+[ -n "$out" ] || out=$B/bench/fabric.json
 [ ${#shapes[@]} -gt 0 ] || shapes=("$here/bench/fabric/gb200-16.json" "$here/bench/fabric/leafspine-16.json")
 [ -n "$png" ] || png=${out%.json}.png
 
@@ -107,14 +135,16 @@ command -v mpicc.openmpi >/dev/null || command -v mpicc >/dev/null ||
 [ -x "$ISLECTL" ] || built "$ISLECTL"
 [ -x "$ISLE_SLURM_PREFIX/sbin/slurmctld" ] || skip "no Slurm in $ISLE_SLURM_PREFIX"
 [ -e "$ISLE_SLURM_PREFIX/lib/slurm/mpi_pmix.so" ] || skip "Slurm built without PMIx"
-case " $configs " in *" isle"*)
+case "$scenario $configs " in collide* | *" isle"*)
 	[ -f "$B/slurm/topology_isle.so" ] && [ -f "$B/slurm/spank_isle.so" ] ||
 		built "$B/slurm/topology_isle.so or spank_isle.so"
 	;;
 esac
 for c in $configs; do
-	case $c in tree | block | tree-switches | block-segment | isle | isle-shim) ;;
-	*) echo "fabric-bench: unknown config $c" >&2; exit 2 ;;
+	case $scenario:$c in
+	:tree | :block | :tree-switches | :block-segment | :isle | :isle-shim) ;;
+	collide:isle | collide:isle-cc | collide:share | collide:avoid) ;;
+	*) echo "fabric-bench: unknown config $c${scenario:+ (scenario $scenario)}" >&2; exit 2 ;;
 	esac
 done
 # A probe namespace: containers without CAP_SYS_ADMIN or netns support skip.
@@ -243,6 +273,61 @@ job_diag() {
 # --- one run -----------------------------------------------------------------
 cpu_sample() { awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 
+# write_job_sh FILE: the batch script of every job, "job.sh GPUS_PER_NODE
+# FABRIC_JOB_ARGS...".
+write_job_sh() {
+	# Batch script: one rank per GPU, TCP between nodes on the data network.
+	# Open MPI 4.1's TCP wire-up fails now and then under load ("connect()
+	# ... failed", then a crash or a hang; seen with and without the
+	# emulated fabric). Every connection is made inside MPI_Init
+	# (mpi_preconnect_mpi), so such a failure comes before the program's
+	# first line, "fabric_job: <mode> ...": a launch that crashed, or hung
+	# $init_s s, without it runs again, said in the output. After that
+	# line no connection is made any more.
+	local init_s=90
+	cat >"$1" <<EOF
+#!/bin/bash
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=d0
+export OMPI_MCA_oob_tcp_if_include=mg0 OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_mpi_preconnect_mpi=1
+export ISLE_COMM_TIMEOUT_S=120 ISLE_COMM_VERBOSE=1
+n=\$((SLURM_JOB_NUM_NODES * \$1))
+shift
+out=\$(mktemp)
+for try in 1 2 3; do
+	: >"\$out"
+	srun --mpi=pmix -n \$n --ntasks-per-node=\$((n / SLURM_JOB_NUM_NODES)) -m block \\
+		--kill-on-bad-exit=1 "$JOB" "\$@" >"\$out" 2>&1 &
+	pid=\$!
+	tail -f -n +1 --pid=\$pid "\$out" &
+	tpid=\$!
+	t=0
+	while kill -0 \$pid 2>/dev/null; do
+		grep -q '^fabric_job: ' "\$out" && break
+		if [ \$t -ge $init_s ]; then
+			echo "fabric-job: launch \$try hung in MPI_Init for $init_s s: ending it"
+			kill -INT \$pid; sleep 1; kill -INT \$pid 2>/dev/null; sleep 10
+			kill -KILL \$pid 2>/dev/null
+			break
+		fi
+		sleep 1
+		t=\$((t + 1))
+	done
+	wait \$pid
+	rc=\$?
+	wait \$tpid
+	if [ \$rc != 0 ] && [ \$try -lt 3 ] && ! grep -q '^fabric_job: ' "\$out"; then
+		echo "fabric-job: launch \$try failed before MPI_Init returned (rc \$rc): launching again"
+		continue
+	fi
+	break
+done
+rm -f "\$out"
+exit \$rc
+EOF
+	chmod +x "$1"
+}
+
 # run_one SHAPE CONFIG SEED: appends one result line to $results.
 run_one() {
 	local shape=$1 config=$2 seed=$3 rw=$work/$config-$seed-$(basename "$shape" .json)
@@ -313,56 +398,7 @@ run_one() {
 	local d=$ISLE_CLUSTER_DIR
 	say "run dir $d prefix $ISLE_FABRIC_PREFIX ($(basename "$shape") $config seed $seed)"
 
-	# Batch script: one rank per GPU, TCP between nodes on the data network.
-	# Open MPI 4.1's TCP wire-up fails now and then under load ("connect()
-	# ... failed", then a crash or a hang; seen with and without the
-	# emulated fabric). Every connection is made inside MPI_Init
-	# (mpi_preconnect_mpi), so such a failure comes before the program's
-	# first line, "fabric_job: <mode> ...": a launch that crashed, or hung
-	# $init_s s, without it runs again, said in the output. After that
-	# line no connection is made any more.
-	local init_s=90
-	cat >"$rw/job.sh" <<EOF
-#!/bin/bash
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=d0
-export OMPI_MCA_oob_tcp_if_include=mg0 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_mpi_preconnect_mpi=1
-export ISLE_COMM_TIMEOUT_S=120 ISLE_COMM_VERBOSE=1
-n=\$((SLURM_JOB_NUM_NODES * \$1))
-shift
-out=\$(mktemp)
-for try in 1 2 3; do
-	: >"\$out"
-	srun --mpi=pmix -n \$n --ntasks-per-node=\$((n / SLURM_JOB_NUM_NODES)) -m block \\
-		--kill-on-bad-exit=1 "$JOB" "\$@" >"\$out" 2>&1 &
-	pid=\$!
-	tail -f -n +1 --pid=\$pid "\$out" &
-	tpid=\$!
-	t=0
-	while kill -0 \$pid 2>/dev/null; do
-		grep -q '^fabric_job: ' "\$out" && break
-		if [ \$t -ge $init_s ]; then
-			echo "fabric-job: launch \$try hung in MPI_Init for $init_s s: ending it"
-			kill -INT \$pid; sleep 1; kill -INT \$pid 2>/dev/null; sleep 10
-			kill -KILL \$pid 2>/dev/null
-			break
-		fi
-		sleep 1
-		t=\$((t + 1))
-	done
-	wait \$pid
-	rc=\$?
-	wait \$tpid
-	if [ \$rc != 0 ] && [ \$try -lt 3 ] && ! grep -q '^fabric_job: ' "\$out"; then
-		echo "fabric-job: launch \$try failed before MPI_Init returned (rc \$rc): launching again"
-		continue
-	fi
-	break
-done
-rm -f "\$out"
-exit \$rc
-EOF
-	chmod +x "$rw/job.sh"
+	write_job_sh "$rw/job.sh"
 	local kind model nodes gpus tp pp ids=() id args tol
 	while read -r kind model nodes gpus tp pp pin; do
 		# A time limit, so that a hung MPI job ends as TIMEOUT (a failure).
@@ -396,7 +432,7 @@ EOF
 		isle-shim) args+=("--isle-tp=$tp" "--isle-pp=$pp"); tol=0.05 ;;
 		esac
 		id=$(sbatch --parsable "${args[@]}" "$rw/job.sh" "$gpus" --mode "$kind" \
-			--model "$model" --tp "$tp" --pp "$pp" --steps "$steps" --scale "$scale" --tol "$tol") || {
+			--model "$model" --tp "$tp" --pp "$pp" --steps "$steps" --scale "$scale" --tol "$tol" --poll-us "$poll_us") || {
 			say "sbatch failed ($kind $model $nodes x $gpus)"
 			fails=$((fails + 1))
 			continue
@@ -555,6 +591,205 @@ EOF
 	return 0
 }
 
+# --- collision scenario (--scenario collide) ----------------------------------
+# Two 2-node data-parallel training jobs, A and B, each crossing the spine,
+# on a shape whose leaf uplinks carry one node's cable (collide-8.json): on
+# the uplinks both cross, each gets half the bandwidth. With leafs L0..L3
+# (plan order), blocker jobs (sleep) hold the second node of L2 and L3 and
+# A is pinned to the first node of L0 and L1; when B comes, every leaf has
+# one free node, so B crosses the spine wherever it goes: the second nodes
+# of L0 and L1 share both of A's uplinks, the first nodes of L2 and L3
+# share none. B is placed by
+#   isle     topology/isle as it is (contention-blind)
+#   isle-cc  the same with TopologyParam=IsleContentionWeight=--cc-weight
+#   share    hand-placed on the uplinks A uses (-w): ground truth
+#   avoid    hand-placed on the others (-w): ground truth
+# A runs 2 x --steps + 4 steps from before B starts until after B ends, so
+# every step of B runs beside A (the row's "overlap" says it did). B's mean
+# step is the measure.
+collide_leafs() { # plan: "LEAF NODE NODE..." per leaf, plan order
+	awk '$1 == "node" { if (!($4 in n)) o[++k] = $4; n[$4] = n[$4] " " $2 }
+		END { for (i = 1; i <= k; i++) print o[i] n[o[i]] }' "$1"
+}
+
+# wait_for SECONDS CMD...: runs CMD every 2 s until it succeeds.
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 2
+	done
+}
+job_running() { [ "$(isle_job_field "$1" JobState)" = RUNNING ]; }
+job_gone() { ! squeue -h -j "$1" -o %i 2>/dev/null | isle_grep_q .; }
+job_past_init() { grep -q '^fabric_job: ' "$1" 2>/dev/null; }
+
+# run_collide SHAPE CONFIG SEED: appends one result line to $results.collide.
+run_collide() {
+	local shape=$1 config=$2 seed=$3
+	local rw=$work/collide-$config-$seed
+	local plan leafs=() l0 l1 l2 l3 l0b l1b l2b l3b g a_nodes b_pin="" blk=()
+	mkdir -p "$rw"
+	plan=$rw/plan
+	"$ISLECTL" emit fabric "$shape" >"$plan"
+	g=$(awk '$1 == "node" { print $3; exit }' "$plan")
+	mapfile -t leafs < <(collide_leafs "$plan")
+	if [ ${#leafs[@]} -lt 4 ] || [ "$(awk '{ print NF }' <<<"${leafs[3]}")" -lt 3 ]; then
+		say "collide: $shape needs 4 leafs of 2 nodes or more"
+		fails=$((fails + 1))
+		return 0
+	fi
+	read -r _ l0 l0b _ <<<"${leafs[0]}"
+	read -r _ l1 l1b _ <<<"${leafs[1]}"
+	read -r _ l2 l2b _ <<<"${leafs[2]}"
+	read -r _ l3 l3b _ <<<"${leafs[3]}"
+	a_nodes=$l0,$l1
+	blk=("$l2b" "$l3b")
+	case $config in
+	share) b_pin=$l0b,$l1b ;;
+	avoid) b_pin=$l2,$l3 ;;
+	esac
+	cp "$shape" "$rw/isle.json"
+	local cc=()
+	if [ "$config" = isle-cc ]; then
+		# The plugin's own setting: a build whose plugin does not know it
+		# would run contention-blind under the isle-cc name.
+		if ! grep -aq IsleContentionWeight "$B/slurm/topology_isle.so"; then
+			say "collide: isle-cc not run: $B/slurm/topology_isle.so has no TopologyParam=IsleContentionWeight (the contention term is not wired into slurmctld in this build)"
+			jq -nc '{config: "isle-cc", not_run: "topology_isle.so has no TopologyParam=IsleContentionWeight"}' >>"$results.collide-skips"
+			return 0
+		fi
+		cc=(--slurm-extra "TopologyParam=IsleContentionWeight=$cc_weight")
+	fi
+	echo "required $B/slurm/spank_isle.so default_mode=preferred agent=$B/bin/isle-agent cluster=@ETC@/isle.json rundir=@DIR@/run/isle/%n shim=$B/lib/libisle_preload.so" >"$rw/plugstack.conf"
+
+	local c0 c1 try
+	read -r -a c0 <<<"$(cpu_sample)"
+	for try in 1 2; do
+		isle_cluster_start --fabric "$shape" --fabric-scale "$scale" --topology isle \
+			--etc-file "$rw/isle.json" --plugstack "$rw/plugstack.conf" --plugin-dir "$B/slurm" \
+			"${cc[@]}" --cpus 16 --timeout 240 && break
+		if [ $try = 2 ]; then
+			say "cluster did not start (collide $config seed $seed)"
+			fails=$((fails + 1))
+			return 0
+		fi
+		say "cluster did not start (collide $config seed $seed): trying once more"
+	done
+	local d=$ISLE_CLUSTER_DIR
+	say "run dir $d prefix $ISLE_FABRIC_PREFIX (collide $config seed $seed)"
+	write_job_sh "$rw/job.sh"
+
+	local ids=() id a b n bad=0 lim=$((5 + steps))
+	for n in "${blk[@]}"; do
+		id=$(sbatch --parsable -J blocker -N1 -n "$g" "--gpus=$g" -w "$n" -t "$((lim * 3))" \
+			-o /dev/null --isle-shim=off --wrap "sleep $((lim * 180))") || { bad=1; break; }
+		ids+=("$id")
+	done
+	for id in "${ids[@]}"; do
+		wait_for 120 job_running "$id" || { say "collide: blocker $id did not start"; bad=1; }
+	done
+	local targs=(-N2 "--ntasks-per-node=$g" "--gpus-per-node=$g" -o "$d/jobs/%j.out" -e "$d/jobs/%j.out"
+		-t "$lim" "--isle-tp=$g" --isle-pp=1 --isle-shim=off)
+	local jargs=(--mode train --model 7b --tp "$g" --pp 1 --scale "$scale" --tol 0 --poll-us "$poll_us")
+	if [ $bad = 0 ]; then
+		a=$(sbatch --parsable -J collide-a -w "$a_nodes" "${targs[@]}" "$rw/job.sh" "$g" \
+			"${jargs[@]}" --steps $((2 * steps + 4))) || bad=1
+	fi
+	if [ $bad = 0 ] && ! wait_for 240 job_past_init "$d/jobs/$a.out"; then
+		say "collide: job A ($a) did not get past MPI_Init"
+		bad=1
+	fi
+	if [ $bad = 0 ]; then
+		b=$(sbatch --parsable -J collide-b ${b_pin:+-w "$b_pin"} "${targs[@]}" "$rw/job.sh" "$g" \
+			"${jargs[@]}" --steps "$steps") || bad=1
+	fi
+	if [ $bad = 0 ]; then
+		wait_for $((lim * 60 + 60)) job_gone "$b" || { say "collide: job B ($b) still queued"; bad=1; }
+		wait_for $((lim * 60 + 60)) job_gone "$a" || { say "collide: job A ($a) still queued"; bad=1; }
+	fi
+	read -r -a c1 <<<"$(cpu_sample)"
+	local load1
+	load1=$(awk '{ print $1 }' /proc/loadavg)
+	for id in "${ids[@]}"; do scancel "$id" 2>/dev/null || true; done
+
+	local j o st rec info=()
+	for j in "${a:-}" "${b:-}"; do
+		[ -n "$j" ] || { info+=("null"); continue; }
+		o=$d/jobs/$j.out
+		cp -f "$o" "$rw/" 2>/dev/null || true
+		st=$(isle_job_field "$j" JobState)
+		rec=$(grep -Ec '^step [0-9]+ ' "$o" 2>/dev/null || true)
+		if [ "$st" != COMPLETED ] || ! grep -q '^fabric_job: verify ok' "$o"; then
+			say "collide: job $j $st, $rec step records: $(grep -E 'verify|rror|srun' "$o" 2>/dev/null | head -3 | tr '\n' ' ')"
+			job_diag "$rw" "$d" "$j" "$o"
+			bad=1
+		fi
+		info+=("$(jq -nc --arg st "$st" \
+			--arg hosts "$(scontrol show hostnames "$(isle_job_field "$j" NodeList)" 2>/dev/null | tr '\n' ' ')" \
+			--argjson start "$(date -d "$(isle_job_field "$j" StartTime)" +%s 2>/dev/null || echo 0)" \
+			--argjson ended "$(date -d "$(isle_job_field "$j" EndTime)" +%s 2>/dev/null || echo 0)" \
+			--argjson ms "$(grep -E '^step [0-9]+ ' "$o" 2>/dev/null | awk '$2 > 0 { print $3 }' | jq -sc .)" \
+			'{state: $st, hosts: ($hosts | split(" ") | map(select(length > 0))), started: $start, ended: $ended, step_ms: $ms}')")
+	done
+	isle_fabric_counters >"$rw/counters"
+	local prefix=${ISLE_FABRIC_PREFIX:-}
+	isle_cluster_stop
+	if [ -n "$prefix" ] && ip netns list 2>/dev/null | isle_grep_q "^$prefix-"; then
+		say "namespaces of $prefix left behind"
+		bad=1
+	fi
+	[ $bad = 0 ] || fails=$((fails + 1))
+	local idle
+	idle=$(awk -v t0="${c0[0]}" -v i0="${c0[1]}" -v t1="${c1[0]}" -v i1="${c1[1]}" \
+		'BEGIN { dt = t1 - t0; printf "%.1f", (dt > 0 ? 100 * (i1 - i0) / dt : 0) }')
+	# Uplinks each job crosses: those of its leafs when it has two or more.
+	jq -nc --arg config "$config" --argjson seed "$seed" --argjson a "${info[0]}" --argjson b "${info[1]}" \
+		--argjson leafs "$(printf '%s\n' "${leafs[@]}" | jq -Rsc 'split("\n") | map(select(length > 0) | split(" ") | {(.[0]): .[1:]}) | add')" \
+		--argjson tiers "$(awk '{ b[$3] += $5 + $6 } END { printf "{"; n = 0; for (k in b) printf "%s\"%s\":%.0f", (n++ ? "," : ""), k, b[k]; print "}" }' "$rw/counters")" \
+		--argjson idle "$idle" --argjson load1 "$load1" --argjson ok "$((1 - bad))" '
+		def mean: if length == 0 then null else (add / length * 1000 | round / 1000) end;
+		def uplinks($h): [$leafs | to_entries[] | select(any(.value[]; . as $n | $h | index($n))) | .key]
+			| if length > 1 then . else [] end;
+		{config: $config, seed: $seed, ok: ($ok == 1),
+		 a: $a, b: $b,
+		 a_uplinks: (if $a then uplinks($a.hosts) else null end),
+		 b_uplinks: (if $b then uplinks($b.hosts) else null end),
+		 shared_uplinks: (if $a and $b then [uplinks($a.hosts)[] as $u | select(uplinks($b.hosts) | index($u)) | $u] else null end),
+		 overlap: (if $a and $b then ($a.started <= $b.started and $a.ended >= $b.ended) else false end),
+		 b_step_ms_mean: (if $b then ($b.step_ms | mean) else null end),
+		 a_step_ms_mean: (if $a then ($a.step_ms | mean) else null end),
+		 link_bytes_by_tier: $tiers, cpu_idle_pct: $idle, host_load_1m: $load1}' >>"$results.collide"
+	say "$(tail -1 "$results.collide")"
+	awk -v i="$idle" 'BEGIN { exit !(i < 30) }' &&
+		say "warning: host CPU idle ${idle}% during this run (< 30%)"
+	return 0
+}
+
+# collide.json: the runs, and per config the median over seeds of B's mean
+# step (with min and max); the ratios the scenario is about.
+write_collide() {
+	mkdir -p "$(dirname "$out")"
+	touch "$results.collide" "$results.collide-skips"
+	jq -s --argjson scale "$scale" --argjson steps "$steps" --argjson poll "$poll_us" \
+		--argjson skips "$(jq -sc . "$results.collide-skips")" '
+		def med: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+			else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+		. as $runs
+		| ([$runs[] | select(.ok and .overlap)] | group_by(.config)
+		   | map({key: .[0].config, value: {runs: length, b_step_ms_median: ([.[].b_step_ms_mean] | med),
+			b_step_ms_min: ([.[].b_step_ms_mean] | min), b_step_ms_max: ([.[].b_step_ms_mean] | max),
+			shared_uplinks: [.[].shared_uplinks | length], cpu_idle_pct: [.[].cpu_idle_pct]}}) | from_entries) as $s
+		| def ratio($x; $y): if $s[$x] and $s[$y] then ($s[$x].b_step_ms_median / $s[$y].b_step_ms_median * 1000 | round / 1000) else null end;
+		{scenario: "collide", scale: $scale, steps: $steps, poll_us: $poll, not_run: $skips,
+		 summary: $s,
+		 ratios: {"isle-cc/isle": ratio("isle-cc"; "isle"), "avoid/share": ratio("avoid"; "share"),
+			  "avoid/isle": ratio("avoid"; "isle"), "share/isle": ratio("share"; "isle")},
+		 goal: "isle-cc/isle <= 0.8 (B mean step, median over seeds)",
+		 runs: $runs}' "$results.collide" >"$out.tmp" && mv "$out.tmp" "$out" && isle_bench_stamp "$out"
+}
+
 # The result file is rewritten after every run: a bench cut short keeps
 # what it measured.
 write_out() {
@@ -575,6 +810,21 @@ done
 # shellcheck source=bench/stamp.sh
 source "$here/bench/stamp.sh"
 isle_bench_begin
+# The commit of the code that runs, not of the tree when the file is written.
+ISLE_COMMIT=$(isle_bench_commit)
+export ISLE_COMMIT
+if [ "$scenario" = collide ]; then
+	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
+		for config in $configs; do
+			run_collide "${shapes[0]}" "$config" "$seed"
+			write_collide
+		done
+	done
+	write_collide
+	say "wrote $out"
+	[ $fails = 0 ] || { say "$fails failures"; exit 1; }
+	exit 0
+fi
 for shape in "${shapes[@]}"; do
 	for seed in $(seq "$seed0" $((seed0 + seeds - 1))); do
 		for config in $configs; do

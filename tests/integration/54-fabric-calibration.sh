@@ -3,13 +3,13 @@
 # Replays build/bench/fabric.json (make bench-fabric; ISLE_FABRIC_JSON names
 # another) with islesim --replay-fabric on the placements Slurm chose and
 # compares predicted with measured mean training step per shape and
-# configuration. Judged, within 15%: every configuration whose predicted
-# step is at least a quarter fabric time (the network model is what is
-# tested) and whose runs left the host at least 15% idle CPU. The others
-# are printed with the reason: a step that is mostly host time (tens of
-# MPI ranks polling on a few cores: compute wake-ups, copies, waits) or a
-# host busy with other work. Skips (77) when there is no result file, when
-# it predates the recorded placements, or when no configuration qualifies.
+# configuration. Every configuration is judged, within 15%, none filtered
+# out: the bench is meant to run link-bound (run.sh warns on a run under
+# 30% host idle), so a miss is the model's; the replay's fab/host/lat
+# columns say which term. The file must record its commit and every run its
+# host CPU idle share (cpu_idle_pct). Skips (77) when there is no result
+# file, when it predates the recorded placements, or when it has no
+# training configuration.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -33,32 +33,38 @@ case $rc in
 *) echo "FAIL: islesim --replay-fabric exited $rc"; exit 1 ;;
 esac
 
+# What each run was measured under, printed beside the judgement.
+if command -v jq >/dev/null; then
+	jq -e 'has("commit") and (.commit | type) == "string"' "$f" >/dev/null ||
+		{ echo "FAIL: $f records no commit"; exit 1; }
+	miss=$(jq '[.shapes[].results[] | select((.cpu_idle_pct | type) != "number")] | length' "$f")
+	[ "$miss" = 0 ] || { echo "FAIL: $miss runs of $f record no cpu_idle_pct"; exit 1; }
+	echo "commit $(jq -r .commit "$f"), host CPU idle per run $(jq -c '[.shapes[].results[].cpu_idle_pct]' "$f")"
+fi
+
 # Columns: shape config runs meas_ms pred_ms err% fab_ms host_ms lat_ms
 # idle%; the per-phase table after the first empty line is not judged.
-echo "$out" | awk -v max=15 -v idle=15 -v share=25 '
+echo "$out" | awk -v max=15 '
 	NR == 1 { next }
 	/^$/ { done = 1 }
 	!done && NF == 10 {
 		n++
 		if ($4 <= 0 || $5 <= 0) { bad++; print "FAIL: " $1 " " $2 ": no step time"; next }
-		if (100 * $7 / $5 < share) {
-			printf "not judged: %s %s: fabric %.0f%% of the predicted step (host-bound)\n", $1, $2, 100 * $7 / $5
-			skipped++; next
-		}
-		if ($10 < idle) {
-			printf "not judged: %s %s: host CPU idle %s%% (busy with other work)\n", $1, $2, $10
-			skipped++; next
-		}
-		judged++
 		e = $6 < 0 ? -$6 : $6
-		if (e > max) { bad++; printf "FAIL: %s %s: error %s%% (over %d%%)\n", $1, $2, $6, max }
+		if (e > max) {
+			bad++
+			printf "FAIL: %s %s: error %s%% (over %d%%; fabric %s, host %s, latency %s ms of the prediction; idle %s%%)\n", $1, $2, $6, max, $7, $8, $9, $10
+		} else
+			printf "ok   %s %s: error %s%%\n", $1, $2, $6
 	}
 	END {
-		if (!n) { print "FAIL: no configuration replayed"; exit 1 }
-		if (bad) exit 1
-		if (!judged) {
-			printf "SKIP: none of %d configurations qualifies (fabric >= %d%% of the step, CPU idle >= %d%%)\n", n, share, idle
+		if (!n) {
+			print "SKIP: no training configuration in the result file"
 			exit 77
 		}
-		printf "%d configurations within %d%%, %d not judged\n", judged, max, skipped + 0
+		if (bad) {
+			printf "FAIL: %d of %d configurations over %d%%\n", bad, n, max
+			exit 1
+		}
+		printf "%d configurations within %d%%\n", n, max
 	}'
