@@ -27,10 +27,35 @@ const char *isle_codec_kind_name(isle_codec_kind k)
 int isle_codec_is_flag(const char *item)
 {
 	return item && (!strcasecmp(item, "ef") || !strcasecmp(item, "noef") ||
-			!strncasecmp(item, "mom=", 4));
+			!strncasecmp(item, "mom=", 4) ||
+			!strncasecmp(item, "warm=", 5));
 }
 
-/* One flag after the codec's name: ef, noef or mom=M. */
+/* warm=S: warm-up calls of a topk codec. */
+static int parse_warm(const char *spec, const char *flag, struct isle_codec *c,
+		      char *err, size_t errlen)
+{
+	char *end;
+	unsigned long s;
+
+	if (c->kind != ISLE_CODEC_TOPK)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': warm (sparsity warm-up) is for "
+			    "topk only",
+			    spec);
+	errno = 0;
+	s = strtoul(flag + 5, &end, 10);
+	if (!flag[5] || *end || flag[5] == '-' || flag[5] == '+' || errno ||
+	    s > ISLE_CODEC_WARM_MAX)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': warm must be a count of calls in "
+			    "0..%u, e.g. warm=100",
+			    spec, ISLE_CODEC_WARM_MAX);
+	c->warm = (uint32_t)s;
+	return 0;
+}
+
+/* One flag after the codec's name: ef, noef, mom=M or warm=S. */
 static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 		      int *noef, char *err, size_t errlen)
 {
@@ -47,10 +72,12 @@ static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 		*noef = 1;
 		return 0;
 	}
+	if (!strncasecmp(flag, "warm=", 5))
+		return parse_warm(spec, flag, c, err, errlen);
 	if (strncasecmp(flag, "mom=", 4))
 		return errf(-EINVAL, err, errlen,
-			    "codec '%s': flag '%s' must be ef, noef or "
-			    "mom=M (topk)",
+			    "codec '%s': flag '%s' must be ef, noef, "
+			    "mom=M or warm=S (topk)",
 			    spec, flag);
 	if (c->kind != ISLE_CODEC_TOPK)
 		return errf(-EINVAL, err, errlen,
@@ -156,7 +183,7 @@ int isle_fmt_double(char *buf, size_t len, double v)
 
 int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 {
-	char r[40];
+	char r[40], m[48] = "", w[24] = "";
 
 	int def_ef = c->kind == ISLE_CODEC_TOPK;
 	const char *ef = c->error_feedback == def_ef ? ""
@@ -169,12 +196,12 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 	case ISLE_CODEC_TOPK:
 		isle_fmt_double(r, sizeof(r), c->ratio);
 		if (c->momentum > 0) {
-			char m[40];
-
-			isle_fmt_double(m, sizeof(m), c->momentum);
-			return snprintf(buf, len, "topk:%s%s,mom=%s", r, ef, m);
+			strcpy(m, ",mom=");
+			isle_fmt_double(m + 5, sizeof(m) - 5, c->momentum);
 		}
-		return snprintf(buf, len, "topk:%s%s", r, ef);
+		if (c->warm)
+			snprintf(w, sizeof(w), ",warm=%u", c->warm);
+		return snprintf(buf, len, "topk:%s%s%s%s", r, ef, m, w);
 	default:
 		return snprintf(buf, len, "%s%s", isle_codec_kind_name(c->kind),
 				ef);

@@ -215,11 +215,17 @@ static void codec_line(FILE *o, char *spec)
 	assert_int_equal(c.kind, d.kind);
 	assert_int_equal(c.error_feedback, d.error_feedback);
 	assert_true(c.momentum == d.momentum);
+	assert_int_equal(c.warm, d.warm);
 	assert_int_equal(isle_codec_spec_compresses(spec),
 			 c.kind != ISLE_CODEC_NONE);
-	fprintf(o, "%-24s %s (kind %s, block %u, ef %d, mom %.17g)\n", spec,
-		buf, isle_codec_kind_name(c.kind), c.block, c.error_feedback,
+	fprintf(o, "%-24s %s (kind %s, block %u, ef %d, mom %.17g", spec, buf,
+		isle_codec_kind_name(c.kind), c.block, c.error_feedback,
 		c.momentum);
+	/* Only where set: the lines of codecs without warm-up stay as they
+	 * were. */
+	if (c.warm)
+		fprintf(o, ", warm %u", c.warm);
+	fprintf(o, ")\n");
 }
 
 static void test_codec_golden(void **state)
