@@ -21,6 +21,22 @@ size_t isle__topk_k(const struct isle_codec *c, size_t n)
 }
 
 /*
+ * DGC's warm-up: early gradients change fast, and a residual that holds
+ * back 99% of each one then lags the model by many steps. The kept share
+ * starts at a quarter and falls 4-fold every warm/4 calls.
+ */
+double isle__topk_ratio_at(const struct isle_codec *c, uint64_t call)
+{
+	double r = 0.25;
+
+	if (c->kind != ISLE_CODEC_TOPK || !c->warm || call >= c->warm)
+		return c->ratio;
+	for (uint64_t j = 4 * call / c->warm; j > 0; j--)
+		r /= 4;
+	return r > c->ratio ? r : c->ratio;
+}
+
+/*
  * Momentum correction with factor masking (Deep Gradient Compression, Lin
  * et al., ICLR 2018): the residual accumulates the locally kept momentum
  * u = m*u + x rather than x, and both forget the coordinates sent. With
