@@ -28,7 +28,8 @@ int isle_codec_is_flag(const char *item)
 {
 	return item && (!strcasecmp(item, "ef") || !strcasecmp(item, "noef") ||
 			!strncasecmp(item, "mom=", 4) ||
-			!strncasecmp(item, "warm=", 5));
+			!strncasecmp(item, "warm=", 5) ||
+			!strncasecmp(item, "mask=", 5));
 }
 
 /* warm=S: warm-up calls of a topk codec. */
@@ -55,7 +56,26 @@ static int parse_warm(const char *spec, const char *flag, struct isle_codec *c,
 	return 0;
 }
 
-/* One flag after the codec's name: ef, noef, mom=M or warm=S. */
+/* mask=sent|stale: which momentum a sent element loses (mom only). */
+static int parse_mask(const char *spec, const char *flag, struct isle_codec *c,
+		      char *err, size_t errlen)
+{
+	if (c->kind != ISLE_CODEC_TOPK)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask (momentum masking) is for "
+			    "topk only",
+			    spec);
+	if (!strcasecmp(flag + 5, "sent"))
+		c->mask_stale = 0;
+	else if (!strcasecmp(flag + 5, "stale"))
+		c->mask_stale = 1;
+	else
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask must be sent or stale", spec);
+	return 0;
+}
+
+/* One flag after the codec's name: ef, noef, mom=M, warm=S or mask=K. */
 static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 		      int *noef, char *err, size_t errlen)
 {
@@ -74,10 +94,12 @@ static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 	}
 	if (!strncasecmp(flag, "warm=", 5))
 		return parse_warm(spec, flag, c, err, errlen);
+	if (!strncasecmp(flag, "mask=", 5))
+		return parse_mask(spec, flag, c, err, errlen);
 	if (strncasecmp(flag, "mom=", 4))
 		return errf(-EINVAL, err, errlen,
 			    "codec '%s': flag '%s' must be ef, noef, "
-			    "mom=M or warm=S (topk)",
+			    "mom=M, warm=S or mask=K (topk)",
 			    spec, flag);
 	if (c->kind != ISLE_CODEC_TOPK)
 		return errf(-EINVAL, err, errlen,
@@ -159,6 +181,10 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		if ((rc = parse_flag(spec, flag, c, &noef, err, errlen)))
 			return rc;
 	}
+	/* Masking is momentum's: alone it would do nothing. */
+	if (c->mask_stale && !(c->momentum > 0))
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask=stale needs mom=M", spec);
 	/* Momentum lives in the residual: without one it would be lost. */
 	if (c->momentum > 0 && noef)
 		return errf(-EINVAL, err, errlen,
@@ -183,7 +209,7 @@ int isle_fmt_double(char *buf, size_t len, double v)
 
 int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 {
-	char r[40], m[48] = "", w[24] = "";
+	char r[40], m[64] = "", w[24] = "";
 
 	int def_ef = c->kind == ISLE_CODEC_TOPK;
 	const char *ef = c->error_feedback == def_ef ? ""
@@ -197,7 +223,9 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 		isle_fmt_double(r, sizeof(r), c->ratio);
 		if (c->momentum > 0) {
 			strcpy(m, ",mom=");
-			isle_fmt_double(m + 5, sizeof(m) - 5, c->momentum);
+			isle_fmt_double(m + 5, sizeof(m) - 11, c->momentum);
+			if (c->mask_stale)
+				strcat(m, ",mask=stale");
 		}
 		if (c->warm)
 			snprintf(w, sizeof(w), ",warm=%u", c->warm);
