@@ -48,6 +48,7 @@ int isle__topk_mom_encode(const struct isle_codec_ops *ops,
 			  void *dst, float *res, float *mom)
 {
 	const uint32_t *hdr = dst, *idx = hdr + 2;
+	const float *val;
 	float m = (float)c->momentum;
 	int rc;
 
@@ -63,8 +64,17 @@ int isle__topk_mom_encode(const struct isle_codec_ops *ops,
 		memset(mom, 0, n * sizeof(*mom));
 		return 0;
 	}
+	/*
+	 * mask=stale: a value equal to this call's momentum had no residual
+	 * behind it (0 + u is u exactly), so it is not late and its momentum
+	 * is not stale: it goes on as in plain momentum SGD (at ratio 1
+	 * exactly so). DGC's masking clears it too, which at high ratios
+	 * leaves little momentum at all.
+	 */
+	val = (const float *)(idx + hdr[0]);
 	for (size_t i = 0; i < hdr[0]; i++)
-		mom[idx[i]] = 0;
+		if (!c->mask_stale || val[i] != mom[idx[i]])
+			mom[idx[i]] = 0;
 	return 0;
 }
 
