@@ -21,6 +21,22 @@ size_t isle__topk_k(const struct isle_codec *c, size_t n)
 }
 
 /*
+ * DGC's warm-up: early gradients change fast, and a residual that holds
+ * back 99% of each one then lags the model by many steps. The kept share
+ * starts at a quarter and falls 4-fold every warm/4 calls.
+ */
+double isle__topk_ratio_at(const struct isle_codec *c, uint64_t call)
+{
+	double r = 0.25;
+
+	if (c->kind != ISLE_CODEC_TOPK || !c->warm || call >= c->warm)
+		return c->ratio;
+	for (uint64_t j = 4 * call / c->warm; j > 0; j--)
+		r /= 4;
+	return r > c->ratio ? r : c->ratio;
+}
+
+/*
  * Momentum correction with factor masking (Deep Gradient Compression, Lin
  * et al., ICLR 2018): the residual accumulates the locally kept momentum
  * u = m*u + x rather than x, and both forget the coordinates sent. With
@@ -32,6 +48,7 @@ int isle__topk_mom_encode(const struct isle_codec_ops *ops,
 			  void *dst, float *res, float *mom)
 {
 	const uint32_t *hdr = dst, *idx = hdr + 2;
+	const float *val;
 	float m = (float)c->momentum;
 	int rc;
 
@@ -47,8 +64,17 @@ int isle__topk_mom_encode(const struct isle_codec_ops *ops,
 		memset(mom, 0, n * sizeof(*mom));
 		return 0;
 	}
+	/*
+	 * mask=stale: a value equal to this call's momentum had no residual
+	 * behind it (0 + u is u exactly), so it is not late and its momentum
+	 * is not stale: it goes on as in plain momentum SGD (at ratio 1
+	 * exactly so). DGC's masking clears it too, which at high ratios
+	 * leaves little momentum at all.
+	 */
+	val = (const float *)(idx + hdr[0]);
 	for (size_t i = 0; i < hdr[0]; i++)
-		mom[idx[i]] = 0;
+		if (!c->mask_stale || val[i] != mom[idx[i]])
+			mom[idx[i]] = 0;
 	return 0;
 }
 

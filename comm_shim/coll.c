@@ -837,11 +837,37 @@ static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 	return 0;
 }
 
+/*
+ * Top-k levels with warm-up take this call's ratio; saved keeps the plan's
+ * codecs. *warming is 1 when a level has warm-up (restore them after).
+ */
+static void warm_begin(struct isle__chan *ch, struct isle_codec *saved,
+		       int *warming)
+{
+	uint64_t call = ch->warm_calls;
+
+	*warming = 0;
+	for (int l = 0; l < ch->nlev; l++) {
+		const struct isle_codec *c = &ch->lev[l].codec;
+
+		if (c->kind != ISLE_CODEC_TOPK || !c->warm)
+			continue;
+		if (!*warming) {
+			for (int i = 0; i < ch->nlev; i++)
+				saved[i] = ch->lev[i].codec;
+			ch->warm_calls++;
+			*warming = 1;
+		}
+		ch->lev[l].codec.ratio = isle__topk_ratio_at(c, call);
+	}
+}
+
 int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
 		    isle_dtype dtype, isle_algo algo, uint64_t key)
 {
 	static const struct isle_codec none = {.kind = ISLE_CODEC_NONE};
-	int rc;
+	struct isle_codec saved[ISLE_PLAN_MAX_LEVELS];
+	int warming = 0, rc;
 
 	if (ch->failed)
 		return -EIO;
@@ -860,7 +886,10 @@ int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
 		rc = rdoubling(ch, &ch->flat, buf, count, dtype);
 		break;
 	case ISLE_ALGO_HIER:
+		warm_begin(ch, saved, &warming);
 		rc = hier(ch, 0, buf, count, dtype, key);
+		for (int l = 0; warming && l < ch->nlev; l++)
+			ch->lev[l].codec = saved[l];
 		break;
 	default:
 		rc = -ENOTSUP;

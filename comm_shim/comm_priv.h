@@ -57,6 +57,9 @@ int isle__probe_due(uint64_t carried, uint64_t cost, double share);
 #define ISLE_INT8_Q_NAN (-128)
 
 size_t isle__topk_k(const struct isle_codec *c, size_t n);
+/* The ratio of top-k codec c at its call-th call (from 0): c->ratio, or
+ * during c->warm's warm-up the larger one the warm-up gives. */
+double isle__topk_ratio_at(const struct isle_codec *c, uint64_t call);
 /*
  * Top-k encode of x with c->momentum (host memory): mom (n, zero at first
  * use) becomes c->momentum * mom + x, the error-feedback residual res (n)
@@ -109,6 +112,10 @@ struct isle__chan {
 	void *scratch[12];
 	size_t scratch_len[12];
 	struct isle__resid *resid;
+	/* Allreduces through a top-k level with warm-up: its clock. Every
+	 * rank makes the same collective calls on a channel, so all read the
+	 * same count (a per-buffer count would rest on buffer addresses). */
+	uint64_t warm_calls;
 	int failed;  /* sticky after a timeout: the peers are out of step */
 	int probing; /* the crossover probe runs: its bytes count apart */
 };

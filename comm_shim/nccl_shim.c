@@ -148,11 +148,12 @@ static void cfg_load(void)
 	isle_comm_config_default(&cfg);
 	cfg_rc = isle_comm_config_from_env(&cfg, cfg_err, sizeof(cfg_err));
 	if (!cfg_rc && cfg.have_codec_override &&
-	    cfg.codec_override.momentum > 0)
+	    (cfg.codec_override.momentum > 0 || cfg.codec_override.warm))
 		cfg_rc = isle__errf(-ENOTSUP, cfg_err, sizeof(cfg_err),
 				    "ISLE_COMM_CODEC: mom (momentum "
-				    "correction) is not supported on the NCCL "
-				    "path; use topk without mom=");
+				    "correction) and warm (warm-up) are not "
+				    "supported on the NCCL path; use topk "
+				    "without them");
 	if (!cfg_rc && cfg.plan_path[0])
 		cfg_rc = isle_plan_read(cfg.plan_path, &cfg_plan, cfg_err,
 					sizeof(cfg_err));
@@ -343,15 +344,16 @@ static int set_levels(struct hier *h, const uint64_t *keys)
 						hi->lat_us, hi->codec};
 	h->codec = cfg.have_codec_override ? cfg.codec_override : hi->codec;
 	h->levels[1].codec = h->codec;
-	/* The CUDA path keeps no momentum buffers: refused, never dropped. */
-	if (h->codec.momentum > 0) {
+	/* The CUDA path keeps no momentum buffers and no warm-up clock:
+	 * refused, never dropped. */
+	if (h->codec.momentum > 0 || h->codec.warm) {
 		char spec[ISLE_CODEC_SPEC_MAX + 1];
 
 		isle_codec_format(&h->codec, spec, sizeof(spec));
 		fprintf(stderr,
-			"isle_nccl: codec '%s': mom (momentum correction) is "
-			"not supported on the NCCL path; use topk without "
-			"mom=\n",
+			"isle_nccl: codec '%s': mom (momentum correction) and "
+			"warm (warm-up) are not supported on the NCCL path; "
+			"use topk without them\n",
 			spec);
 		rc = -ENOTSUP;
 	}

@@ -37,10 +37,55 @@ const char *isle_codec_tier_default(int tier)
 int isle_codec_is_flag(const char *item)
 {
 	return item && (!strcasecmp(item, "ef") || !strcasecmp(item, "noef") ||
-			!strncasecmp(item, "mom=", 4));
+			!strncasecmp(item, "mom=", 4) ||
+			!strncasecmp(item, "warm=", 5) ||
+			!strncasecmp(item, "mask=", 5));
 }
 
-/* One flag after the codec's name: ef, noef or mom=M. */
+/* warm=S: warm-up calls of a topk codec. */
+static int parse_warm(const char *spec, const char *flag, struct isle_codec *c,
+		      char *err, size_t errlen)
+{
+	char *end;
+	unsigned long s;
+
+	if (c->kind != ISLE_CODEC_TOPK)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': warm (sparsity warm-up) is for "
+			    "topk only",
+			    spec);
+	errno = 0;
+	s = strtoul(flag + 5, &end, 10);
+	if (!flag[5] || *end || flag[5] == '-' || flag[5] == '+' || errno ||
+	    s > ISLE_CODEC_WARM_MAX)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': warm must be a count of calls in "
+			    "0..%u, e.g. warm=100",
+			    spec, ISLE_CODEC_WARM_MAX);
+	c->warm = (uint32_t)s;
+	return 0;
+}
+
+/* mask=sent|stale: which momentum a sent element loses (mom only). */
+static int parse_mask(const char *spec, const char *flag, struct isle_codec *c,
+		      char *err, size_t errlen)
+{
+	if (c->kind != ISLE_CODEC_TOPK)
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask (momentum masking) is for "
+			    "topk only",
+			    spec);
+	if (!strcasecmp(flag + 5, "sent"))
+		c->mask_stale = 0;
+	else if (!strcasecmp(flag + 5, "stale"))
+		c->mask_stale = 1;
+	else
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask must be sent or stale", spec);
+	return 0;
+}
+
+/* One flag after the codec's name: ef, noef, mom=M, warm=S or mask=K. */
 static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 		      int *noef, char *err, size_t errlen)
 {
@@ -57,10 +102,14 @@ static int parse_flag(const char *spec, char *flag, struct isle_codec *c,
 		*noef = 1;
 		return 0;
 	}
+	if (!strncasecmp(flag, "warm=", 5))
+		return parse_warm(spec, flag, c, err, errlen);
+	if (!strncasecmp(flag, "mask=", 5))
+		return parse_mask(spec, flag, c, err, errlen);
 	if (strncasecmp(flag, "mom=", 4))
 		return errf(-EINVAL, err, errlen,
-			    "codec '%s': flag '%s' must be ef, noef or "
-			    "mom=M (topk)",
+			    "codec '%s': flag '%s' must be ef, noef, "
+			    "mom=M, warm=S or mask=K (topk)",
 			    spec, flag);
 	if (c->kind != ISLE_CODEC_TOPK)
 		return errf(-EINVAL, err, errlen,
@@ -142,6 +191,10 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 		if ((rc = parse_flag(spec, flag, c, &noef, err, errlen)))
 			return rc;
 	}
+	/* Masking is momentum's: alone it would do nothing. */
+	if (c->mask_stale && !(c->momentum > 0))
+		return errf(-EINVAL, err, errlen,
+			    "codec '%s': mask=stale needs mom=M", spec);
 	/* Momentum lives in the residual: without one it would be lost. */
 	if (c->momentum > 0 && noef)
 		return errf(-EINVAL, err, errlen,
@@ -166,7 +219,7 @@ int isle_fmt_double(char *buf, size_t len, double v)
 
 int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 {
-	char r[40];
+	char r[40], m[64] = "", w[24] = "";
 
 	int def_ef = c->kind == ISLE_CODEC_TOPK;
 	const char *ef = c->error_feedback == def_ef ? ""
@@ -179,12 +232,14 @@ int isle_codec_format(const struct isle_codec *c, char *buf, size_t len)
 	case ISLE_CODEC_TOPK:
 		isle_fmt_double(r, sizeof(r), c->ratio);
 		if (c->momentum > 0) {
-			char m[40];
-
-			isle_fmt_double(m, sizeof(m), c->momentum);
-			return snprintf(buf, len, "topk:%s%s,mom=%s", r, ef, m);
+			strcpy(m, ",mom=");
+			isle_fmt_double(m + 5, sizeof(m) - 11, c->momentum);
+			if (c->mask_stale)
+				strcat(m, ",mask=stale");
 		}
-		return snprintf(buf, len, "topk:%s%s", r, ef);
+		if (c->warm)
+			snprintf(w, sizeof(w), ",warm=%u", c->warm);
+		return snprintf(buf, len, "topk:%s%s%s%s", r, ef, m, w);
 	default:
 		return snprintf(buf, len, "%s%s", isle_codec_kind_name(c->kind),
 				ef);

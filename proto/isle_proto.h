@@ -77,6 +77,8 @@ typedef enum isle_codec_kind {
 #define ISLE_CODEC_INT8_DEFAULT_BLOCK 256
 /* Longest spec isle_codec_parse accepts, NUL excluded. */
 #define ISLE_CODEC_SPEC_MAX 63
+/* Largest warm=S. */
+#define ISLE_CODEC_WARM_MAX 1000000u
 
 /*
  * A codec with its parameters. Spec strings:
@@ -84,9 +86,16 @@ typedef enum isle_codec_kind {
  * optionally followed by comma-separated flags: "ef" or "noef" to force
  * error feedback on/off (default: on for topk, off otherwise), and for topk
  * "mom=M", momentum correction with factor M in [0, 1) (Deep Gradient
- * Compression, Lin et al., ICLR 2018; needs error feedback; 0: off). BLOCK
+ * Compression, Lin et al., ICLR 2018; needs error feedback; 0: off) and
+ * "warm=S", DGC's warm-up: over the first S calls of a buffer the ratio
+ * starts at 0.25 and falls 4-fold every S/4 calls, never below RATIO
+ * (S in 0..ISLE_CODEC_WARM_MAX; 0: off). With mom, "mask=sent" (DGC's
+ * momentum factor masking, the default) clears the momentum of every
+ * element sent; "mask=stale" only of those the residual held back since an
+ * earlier call, so an element sent at every call keeps plain momentum. BLOCK
  * is 8..65536 (a multiple of 8), RATIO is in (0, 1]. Names and flags are
- * case-insensitive. The canonical form: "topk:0.01,mom=0.9", "int8:256,ef".
+ * case-insensitive. The canonical form: "topk:0.01,mom=0.9,warm=100",
+ * "int8:256,ef".
  */
 struct isle_codec {
 	isle_codec_kind kind;
@@ -94,6 +103,8 @@ struct isle_codec {
 	double ratio;	    /* topk: fraction of elements kept */
 	int error_feedback; /* keep a residual per buffer key */
 	double momentum;    /* topk: DGC momentum factor, 0 = none */
+	uint32_t warm;	    /* topk: warm-up calls, 0 = none */
+	int mask_stale;	    /* topk with mom: mask=stale, not mask=sent */
 };
 
 ISLE_EXPORT int isle_codec_parse(const char *spec, struct isle_codec *c,
@@ -107,8 +118,8 @@ ISLE_EXPORT int isle_codec_format(const struct isle_codec *c, char *buf,
 ISLE_EXPORT const char *isle_codec_kind_name(isle_codec_kind k);
 
 /* 1 if item is one of the flags that follow a codec after a comma ("ef",
- * "noef", "mom=..."), for lists that split specs at commas; its value is
- * left to isle_codec_parse. */
+ * "noef", "mom=...", "warm=...", "mask=..."), for lists that split specs at
+ * commas; its value is left to isle_codec_parse. */
 ISLE_EXPORT int isle_codec_is_flag(const char *item);
 
 /* The admin's default codec for a tier (the values of isle_tier,

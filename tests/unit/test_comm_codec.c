@@ -601,6 +601,68 @@ static void test_topk_momentum_edges(void **state)
 		assert_true(u[i] == 0 && v[i] == 0);
 }
 
+/* mask=stale: an element sent at every call keeps its momentum (at ratio 1
+ * the codec is plain momentum SGD); one held back loses it when sent. */
+static void test_topk_mask_stale(void **state)
+{
+	const struct isle_codec_ops *ops = isle_codec_cpu_ops();
+	struct isle_codec all = codec("topk:1,mom=0.5,mask=stale");
+	struct isle_codec c = codec("topk:0.25,mom=0.5,mask=stale");
+	float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, u[8] = {0}, v[8] = {0};
+	float out[8], want[8] = {0};
+	uint32_t enc[2 + 2 * 8];
+
+	(void)state;
+	for (int t = 0; t < 3; t++) {
+		assert_int_equal(
+		    isle__topk_mom_encode(ops, &all, x, 8, enc, v, u), 0);
+		assert_int_equal(ops->decode(&all, enc, 8, out, NULL), 0);
+		for (int i = 0; i < 8; i++) {
+			want[i] = 0.5f * want[i] + x[i];
+			assert_true(out[i] == want[i] && u[i] == want[i]);
+			assert_true(v[i] == 0);
+		}
+	}
+	memset(u, 0, sizeof(u));
+	/* k = 2: 8 and 7 go fresh and keep u; the rest stays in u and v. */
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, u), 0);
+	assert_true(enc[0] == 2 && u[7] == 8 && u[6] == 7);
+	assert_true(v[7] == 0 && v[6] == 0 && u[5] == 6 && v[5] == 6);
+	/* v = 15 at 5 and 12.5 at 4 go late: their u is cleared; 7 (v = u =
+	 * 12) waits with its momentum. */
+	assert_int_equal(isle__topk_mom_encode(ops, &c, x, 8, enc, v, u), 0);
+	assert_true(enc[0] == 2 && enc[2] == 4 && enc[3] == 5);
+	assert_true(u[5] == 0 && v[5] == 0 && u[4] == 0 && v[4] == 0);
+	assert_true(u[7] == 12 && v[7] == 12 && u[6] == 10.5f);
+}
+
+/* Warm-up: a quarter at first, 4-fold less every warm/4 calls, never below
+ * the ratio; the ratio itself once warm calls are done. */
+static void test_topk_warm(void **state)
+{
+	struct isle_codec c = codec("topk:0.01,mom=0.9,warm=100");
+	struct isle_codec w3 = codec("topk:0.001,warm=3");
+	struct isle_codec big = codec("topk:0.5,warm=8");
+	struct isle_codec off = codec("topk:0.01");
+
+	(void)state;
+	for (uint64_t t = 0; t < 200; t++) {
+		double want = t < 25   ? 0.25
+			      : t < 50 ? 0.0625
+			      : t < 75 ? 0.015625
+				       : 0.01;
+
+		assert_true(isle__topk_ratio_at(&c, t) == want);
+		assert_true(isle__topk_ratio_at(&off, t) == 0.01);
+		assert_true(isle__topk_ratio_at(&big, t) == 0.5);
+	}
+	assert_true(isle__topk_ratio_at(&w3, 0) == 0.25);
+	assert_true(isle__topk_ratio_at(&w3, 1) == 0.0625);
+	assert_true(isle__topk_ratio_at(&w3, 2) == 0.015625);
+	assert_true(isle__topk_ratio_at(&w3, 3) == 0.001);
+	assert_true(isle__topk_ratio_at(&w3, UINT64_MAX) == 0.001);
+}
+
 /* NaN, +inf, -inf or finite: the class plain IEEE addition gives. */
 static int fclass(float v)
 {
@@ -818,6 +880,8 @@ int main(void)
 	    cmocka_unit_test(test_error_feedback),
 	    cmocka_unit_test(test_topk_momentum),
 	    cmocka_unit_test(test_topk_momentum_edges),
+	    cmocka_unit_test(test_topk_warm),
+	    cmocka_unit_test(test_topk_mask_stale),
 	    cmocka_unit_test(test_nonfinite),
 	    cmocka_unit_test(test_topk_all_nonfinite),
 	    cmocka_unit_test(test_nonfinite_residual),

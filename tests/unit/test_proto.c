@@ -215,11 +215,20 @@ static void codec_line(FILE *o, char *spec)
 	assert_int_equal(c.kind, d.kind);
 	assert_int_equal(c.error_feedback, d.error_feedback);
 	assert_true(c.momentum == d.momentum);
+	assert_int_equal(c.warm, d.warm);
+	assert_int_equal(c.mask_stale, d.mask_stale);
 	assert_int_equal(isle_codec_spec_compresses(spec),
 			 c.kind != ISLE_CODEC_NONE);
-	fprintf(o, "%-24s %s (kind %s, block %u, ef %d, mom %.17g)\n", spec,
-		buf, isle_codec_kind_name(c.kind), c.block, c.error_feedback,
+	fprintf(o, "%-24s %s (kind %s, block %u, ef %d, mom %.17g", spec, buf,
+		isle_codec_kind_name(c.kind), c.block, c.error_feedback,
 		c.momentum);
+	/* Only where set: the lines of codecs without warm-up stay as they
+	 * were. */
+	if (c.warm)
+		fprintf(o, ", warm %u", c.warm);
+	if (c.mask_stale)
+		fprintf(o, ", mask stale");
+	fprintf(o, ")\n");
 }
 
 /* The default per tier is a codec the parser takes; past the tiers, none. */
