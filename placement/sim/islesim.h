@@ -198,6 +198,11 @@ void sim_net_job_remove(struct sim_net *n, int id);
 /* Communication seconds per step of job id if it had the fabric to
  * itself (its flows alone, max-min): *out. 0 or -errno. */
 int sim_net_comm_alone(struct sim_net *n, int id, double *out);
+/* The same, and in *above (NULL: not wanted) the part of it spent in
+ * flows that leave the switch of their NICs (per phase the slowest such
+ * flow, summed over phases). */
+int sim_net_comm_alone_split(struct sim_net *n, int id, double *out,
+			     double *above);
 
 /* Shares the fabric between all jobs' flows (max-min). 0 or -errno. */
 int sim_net_solve(struct sim_net *n);

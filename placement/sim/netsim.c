@@ -780,12 +780,20 @@ int sim_net_solve(struct sim_net *n)
 
 int sim_net_comm_alone(struct sim_net *n, int id, double *out)
 {
+	return sim_net_comm_alone_split(n, id, out, NULL);
+}
+
+int sim_net_comm_alone_split(struct sim_net *n, int id, double *out,
+			     double *above)
+{
 	const struct netjob *j;
 	struct sim_use *use = NULL;
-	double *rate = NULL, ph[SIM_NPHASES];
+	double *rate = NULL, ph[SIM_NPHASES], up[SIM_NPHASES] = {0};
 	int *off = NULL, nu = 0, need = 0, k, p, rc = -ENOMEM;
 
 	*out = 0;
+	if (above)
+		*above = 0;
 	if (id < 0 || id >= n->njobs || !n->jobs[id].used)
 		return -EINVAL;
 	j = &n->jobs[id];
@@ -821,12 +829,19 @@ int sim_net_comm_alone(struct sim_net *n, int id, double *out)
 		ph[p] = j->local[p];
 	for (k = 0; k < j->nflows; k++) {
 		double s = j->flows[k].bytes / (rate[k] * 1e9);
+		int q = j->flows[k].phase;
 
-		if (s > ph[j->flows[k].phase])
-			ph[j->flows[k].phase] = s;
+		if (s > ph[q])
+			ph[q] = s;
+		/* a flow with links between switches leaves its NICs' switch */
+		if (off[k + 1] - off[k] > 2 && s > up[q])
+			up[q] = s;
 	}
-	for (p = 0; p < SIM_NPHASES; p++)
+	for (p = 0; p < SIM_NPHASES; p++) {
 		*out += ph[p];
+		if (above)
+			*above += up[p];
+	}
 out:
 	free(off);
 	free(rate);

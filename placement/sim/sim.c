@@ -338,6 +338,18 @@ static int net_end(struct state *s, int ji, double end)
 	if (s->o->cost_out && j->gpus >= 2)
 		fprintf(s->o->cost_out, "%.6f\n",
 			s->step_int[ji] / j->duration);
+	if (s->o->trace && j->gpus >= 2) {
+		double comm = 0, above = 0;
+
+		if (s->onfab[ji] &&
+		    sim_net_comm_alone_split(s->net, ji, &comm, &above))
+			return -ENOMEM;
+		fprintf(s->o->trace,
+			"end job %d step %.4f alone %.4f compute %.4f "
+			"above_nic_switch %.4f\n",
+			j->id, s->step_int[ji] / j->duration, s->step_alone[ji],
+			s->compute[ji], above);
+	}
 	sim_net_job_remove(s->net, ji);
 	s->net_dirty |= s->onfab[ji];
 	s->onfab[ji] = 0;

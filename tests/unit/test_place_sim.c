@@ -752,6 +752,17 @@ static void test_net_sharing(void **state)
 	assert_int_equal(sim_net_solve(net), 0);
 	assert_true(fabs(sim_net_comm_time(net, 0, NULL) - 1.0) < 1e-6);
 	assert_true(fabs(sim_net_comm_time(net, 2, NULL) - 1.0) < 1e-6);
+	/* job 0's flow climbs to the spine, job 2's stays on its leaf */
+	{
+		double all, above;
+
+		assert_int_equal(sim_net_comm_alone_split(net, 0, &all, &above),
+				 0);
+		assert_true(fabs(all - 1.0) < 1e-6 && fabs(above - 1.0) < 1e-6);
+		assert_int_equal(sim_net_comm_alone_split(net, 2, &all, &above),
+				 0);
+		assert_true(fabs(all - 1.0) < 1e-6 && above == 0);
+	}
 	sim_net_destroy(net);
 	isle_topo_destroy(t);
 }
@@ -958,6 +969,65 @@ static void test_fabric_replay(void **state)
 	}
 }
 
+/*
+ * The collision scenario of bench-fabric (collide-8 at scale 0.0005,
+ * docs/results/collide.json at 25a6569): job B's step beside job A when
+ * both cross leaf0's uplink (isle's placement: A cl01,cl03, B cl02,cl05)
+ * and when B keeps off A's uplinks (avoid: B cl05,cl07). Measured, median
+ * over 5 seeds: 1259.5 ms and 775.5 ms, 1.624x. The model's ratio must
+ * be within 15% of it (threshold from issue 27's brief, set before the
+ * test ran). The absolute steps are not judged here: collide.json carries
+ * no latency probe, so the model leaves out the per-hop latency.
+ */
+#define CJOB(h1, h2, t0, t1, ms)                                               \
+	"{\"kind\": \"train\", \"model\": \"7b\", \"gpus\": 2, \"tp\": 2, "    \
+	"\"pp\": 1, \"start\": " #t0 ", \"end\": " #t1 ", \"hosts\": [\"" h1   \
+	"\", \"" h2 "\"], \"ms\": [" ms "]}"
+
+static void test_collide_sharing(void **state)
+{
+	char path[] = "/tmp/test_place_sim_collide.XXXXXX", line[512];
+	int fd = mkstemp(path), found = 0;
+	FILE *f = fdopen(fd, "w"), *out = tmpfile();
+	double isle = 0, avoid = 0, want = 1259.494 / 775.464;
+
+	assert_non_null(f);
+	assert_non_null(out);
+	/* A's records are left out (ms []): only B's step is judged */
+	fprintf(f,
+		"{\"scale\": 0.0005, \"shapes\": [{\"shape\": \"collide-8\", "
+		"\"results\": [{\"config\": \"isle\", \"seed\": 1, "
+		"\"job_list\": [%s, %s]}, {\"config\": \"avoid\", \"seed\": 1, "
+		"\"job_list\": [%s, %s]}]}]}",
+		CJOB("cl01", "cl03", 0, 20, ""),
+		CJOB("cl02", "cl05", 3, 13, "1259.494"),
+		CJOB("cl01", "cl03", 0, 20, ""),
+		CJOB("cl05", "cl07", 3, 13, "775.464"));
+	fclose(f);
+	assert_int_equal(sim_fabric_replay(path, "bench/fabric", 0, out), 0);
+	rewind(out);
+	while (fgets(line, sizeof(line), out)) {
+		char shape[64], cfg[64];
+		int runs;
+		double meas, pred;
+
+		if (sscanf(line, "%63s %63s %d %lf %lf", shape, cfg, &runs,
+			   &meas, &pred) != 5)
+			continue;
+		if (!strcmp(cfg, "isle"))
+			isle = pred, found++;
+		else if (!strcmp(cfg, "avoid"))
+			avoid = pred, found++;
+	}
+	fclose(out);
+	unlink(path);
+	assert_int_equal(found, 2);
+	assert_true(avoid > 0);
+	print_message("collide: model isle/avoid %.3f, measured %.3f\n",
+		      isle / avoid, want);
+	assert_true(fabs(isle / avoid / want - 1) <= 0.15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -977,6 +1047,7 @@ int main(void)
 	    cmocka_unit_test(test_traffic_scaling),
 	    cmocka_unit_test(test_job_rings),
 	    cmocka_unit_test(test_fabric_replay),
+	    cmocka_unit_test(test_collide_sharing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
