@@ -124,8 +124,8 @@ ISLE_EXPORT int isle_codec_is_flag(const char *item);
 
 /* The admin's default codec for a tier (the values of isle_tier,
  * topology/isle_topo.h: island, node, leaf, spine, core) where the cluster
- * file names none: exact on NVLink and PCIe, bf16 inside a leaf, int8
- * across the spine and core. The agent's plans and islesim's shim model
+ * file names none: exact on NVLink and PCIe, int8 across the network
+ * (leaf, spine and core). The agent's plans and islesim's shim model
  * both read it. NULL for a tier out of range. */
 ISLE_EXPORT const char *isle_codec_tier_default(int tier);
 

@@ -235,8 +235,8 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 double sim_codec_ratio(const char *spec);
 
 /* The admin's default codec (agent/plan_build.c) for a level carried by
- * tier: none on NVLink and PCIe, bf16 in a leaf, int8 on an
- * oversubscribed spine or core (bf16 on a non-blocking one). */
+ * tier: none on NVLink and PCIe, int8 across the network (a
+ * non-blocking spine or core takes the leaf's codec). */
 const char *sim_shim_codec(const isle_topo *t, isle_tier tier);
 
 /* One level of the shim's hierarchy: per member its key at the level's

@@ -14,14 +14,14 @@
  *
  * Levels and codecs follow the plan isle-agent writes (agent/plan_build.c):
  * island, node (where islands split a node), leaf group, then the job; the
- * admin's default codec policy puts none on NVLink and PCIe, bf16 inside a
- * leaf, int8 where the spine or core is oversubscribed.
+ * admin's default codec policy (isle_codec_tier_default) puts none on
+ * NVLink and PCIe and int8 on the network.
  *
  * The shim reduces fp32 only (the NCCL and MPI interposers pass every
  * other type through), so a job that uses it hands it fp32 gradients:
  * 4 / SIM_TRAFFIC_BYTES times the bytes of the library's bf16 allreduce,
  * before the codecs shrink them (bf16 on the wire is the library's size
- * again; none on NVLink is twice it).
+ * again, int8 about half of it; none on NVLink and PCIe is twice it).
  *
  * Only the DP gradient allreduce goes through the hierarchy: TP groups sit
  * inside an island under isle's placement (their level 0 is the whole

@@ -79,7 +79,7 @@ static void test_codec_policy(void **state)
 
 	isle__codec_policy_default(&p);
 	assert_string_equal(p.codec[ISLE_TIER_ISLAND], "none");
-	assert_string_equal(p.codec[ISLE_TIER_LEAF], "bf16");
+	assert_string_equal(p.codec[ISLE_TIER_LEAF], "int8");
 	assert_string_equal(p.codec[ISLE_TIER_SPINE], "int8");
 	assert_int_equal(isle__codec_policy_parse(
 			     &p, "leaf=fp16,spine=topk:0.01,noef core=int8:64",
@@ -199,8 +199,10 @@ static isle_topo *pcie_pairs(int nnodes)
 	return t;
 }
 
-static struct isle__plan *build(const isle_topo *t, const char *nodes,
-				const char *gpus, const char *compress)
+/* policy: the admin's codec_policy over the defaults, or NULL */
+static struct isle__plan *build_pol(const isle_topo *t, const char *nodes,
+				    const char *gpus, const char *compress,
+				    const char *policy)
 {
 	struct isle__plan_req req = {
 	    .job_id = "42",
@@ -211,10 +213,20 @@ static struct isle__plan *build(const isle_topo *t, const char *nodes,
 	char err[256] = "";
 
 	isle__codec_policy_default(&req.policy);
+	if (policy)
+		assert_int_equal(isle__codec_policy_parse(&req.policy, policy,
+							  err, sizeof(err)),
+				 0);
 	assert_int_equal(isle__index_list_parse(gpus, &req.gpus, NULL, 0), 0);
 	if (isle__plan_build(t, &req, &p, err, sizeof(err)))
 		fail_msg("plan %s: %s", nodes, err);
 	return p;
+}
+
+static struct isle__plan *build(const isle_topo *t, const char *nodes,
+				const char *gpus, const char *compress)
+{
+	return build_pol(t, nodes, gpus, compress, NULL);
 }
 
 /* Emits plan.json and loads it back with the shim's reader. */
@@ -325,7 +337,7 @@ static void test_gb200_three_levels(void **state)
 	assert_int_equal(sp->nranks, 12);
 	assert_int_equal(sp->nlevels, 3);
 	assert_level(sp, 0, "nvlink", ISLE_SCOPE_ISLAND, "none");
-	assert_level(sp, 1, "leaf", ISLE_SCOPE_LEAF, "bf16");
+	assert_level(sp, 1, "leaf", ISLE_SCOPE_LEAF, "int8:256");
 	assert_level(sp, 2, "spine", ISLE_SCOPE_JOB, "int8:256");
 	assert_string_equal(sp->ranks[0].island, "rack0");
 	assert_string_equal(sp->ranks[4].island, "rack1");
@@ -354,11 +366,17 @@ static void test_gb200_three_levels(void **state)
 	isle__plan_free(p);
 	isle_topo_destroy(t);
 
-	/* A non-blocking spine keeps the leaf codec. */
+	/* A non-blocking spine keeps the leaf codec (the defaults give
+	 * both int8: a leaf codec of its own tells them apart). */
 	t = gb200(4, 2, 2, 1.0);
 	p = build(t, "n01,n05", "0-3", NULL);
 	sp = roundtrip(p);
 	assert_int_equal(sp->nlevels, 2);
+	assert_level(sp, 1, "spine", ISLE_SCOPE_JOB, "int8:256");
+	isle_plan_destroy(sp);
+	isle__plan_free(p);
+	p = build_pol(t, "n01,n05", "0-3", NULL, "leaf=bf16");
+	sp = roundtrip(p);
 	assert_level(sp, 1, "spine", ISLE_SCOPE_JOB, "bf16");
 	isle_plan_destroy(sp);
 	isle__plan_free(p);
@@ -386,7 +404,7 @@ static void test_pcie_pairs(void **state)
 	assert_int_equal(sp->nlevels, 3);
 	assert_level(sp, 0, "nvlink", ISLE_SCOPE_ISLAND, "none");
 	assert_level(sp, 1, "pcie", ISLE_SCOPE_NODE, "none");
-	assert_level(sp, 2, "leaf", ISLE_SCOPE_JOB, "bf16");
+	assert_level(sp, 2, "leaf", ISLE_SCOPE_JOB, "int8:256");
 	assert_int_equal(sp->ranks[0].gpu, 2);
 	assert_int_equal(sp->ranks[7].gpu, 5);
 	isle_plan_destroy(sp);

@@ -109,7 +109,7 @@ static void test_levels_and_xfers(void **state)
 	struct sim_xfer *x = NULL;
 	isle_topo *t = NULL;
 	char err[256];
-	double p, in = 0, out = 0;
+	double p, in = 0, out = 0, i8 = 0.25 + 1.0 / 256;
 	int nin = 0, nout = 0;
 
 	(void)state;
@@ -121,18 +121,19 @@ static void test_levels_and_xfers(void **state)
 		mem[i] = i;
 	nlev = sim_shim_levels(t, r, mem, 8, keys, lv);
 	/* island (2 groups); node has no fewer; leaf spans the group: the
-	 * job level, carried by the leaf, bf16 */
+	 * job level, carried by the leaf, int8:256 (a byte each, a float per
+	 * 256) */
 	assert_int_equal(nlev, 2);
 	assert_true(near(lv[0].ratio, 1.0));
-	assert_true(near(lv[1].ratio, 0.5));
+	assert_true(near(lv[1].ratio, i8));
 	assert_int_equal(lv[0].key[0], lv[0].key[3]);
 	assert_int_not_equal(lv[0].key[0], lv[0].key[4]);
-	assert_string_equal(sim_shim_codec(t, ISLE_TIER_LEAF), "bf16");
+	assert_string_equal(sim_shim_codec(t, ISLE_TIER_LEAF), "int8");
 
 	/* a DP-only job of 8 (dp_bytes D, bf16): the shim gets fp32, P = 2D.
 	 * The probe's 1% on every level. Islands: a closed ring of 4 per
 	 * node, hops of 2(3)/4 P * 1.01. Across: 4 rings of 2 (GPU c of
-	 * each node) on P/4 in bf16: each way P/4 * 0.5 * 1.01. */
+	 * each node) on P/4 in int8: each way P/4 * i8 * 1.01. */
 	assert_int_equal(sim_traffic_of(8, 1, 1, &tr), 0);
 	p = tr.dp_bytes * 2;
 	assert_int_equal(sim_shim_xfers(t, &tr, r, 8, 1, 1, 0.01, &x, &nx), 0);
@@ -145,7 +146,7 @@ static void test_levels_and_xfers(void **state)
 			nin++;
 		} else {
 			assert_int_equal(x[i].gpu_a, x[i].gpu_b);
-			assert_true(near(x[i].bytes, p / 4 * 0.5 * 1.01));
+			assert_true(near(x[i].bytes, p / 4 * i8 * 1.01));
 			out += x[i].bytes;
 			nout++;
 		}
@@ -153,7 +154,7 @@ static void test_levels_and_xfers(void **state)
 	assert_int_equal(nin, 8);
 	assert_int_equal(nout, 8);
 	assert_true(near(in, 12 * p * 1.01));
-	assert_true(near(out, 1.01 * p));
+	assert_true(near(out, 2 * i8 * 1.01 * p));
 	free(x);
 	isle_topo_destroy(t);
 }

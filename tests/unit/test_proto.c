@@ -234,7 +234,7 @@ static void codec_line(FILE *o, char *spec)
 /* The default per tier is a codec the parser takes; past the tiers, none. */
 static void test_codec_tier_default(void **state)
 {
-	static const char *const want[] = {"none", "none", "bf16", "int8",
+	static const char *const want[] = {"none", "none", "int8", "int8",
 					   "int8"};
 	struct isle_codec c;
 	char err[128];
