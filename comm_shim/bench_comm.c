@@ -320,7 +320,8 @@ static int cmd_mpi(const struct opts *o)
 		for (int i = -warmup; i < reps; i++) { /* < 0: warm-up */
 			/* after the warm-up: the crossover probe runs at the
 			 * first call of its sizes (bench-comm sets
-			 * ISLE_COMM_PROBE_SHARE=0: a long job's steady state) */
+			 * ISLE_COMM_PROBE_SHARE=0: a long job's steady state)
+			 */
 			if (c && i == 0)
 				run = isle_algo_name(
 				    isle_comm_algo_for(c, n, ISLE_DTYPE_F32));

@@ -1,24 +1,15 @@
 /*
- * codec.c - codec descriptors: sizes, error bounds. Spec strings are
- * proto/'s (isle_codec_parse/format); the kernels are in codec_cpu.c (and
+ * codec.c - codec descriptors: error bounds, top-k warm-up and momentum.
+ * Spec strings and wire sizes are proto/'s (isle_codec_parse/format,
+ * isle_codec_encoded_size); the kernels are in codec_cpu.c (and
  * codec_cuda.cu for the GPU path).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm_priv.h"
-
-size_t isle__topk_k(const struct isle_codec *c, size_t n)
-{
-	size_t k = (size_t)ceil(c->ratio * (double)n);
-
-	if (k < 1)
-		k = 1;
-	return k < n ? k : n;
-}
 
 /*
  * DGC's warm-up: early gradients change fast, and a residual that holds
@@ -76,23 +67,6 @@ int isle__topk_mom_encode(const struct isle_codec_ops *ops,
 		if (!c->mask_stale || val[i] != mom[idx[i]])
 			mom[idx[i]] = 0;
 	return 0;
-}
-
-size_t isle_codec_encoded_size(const struct isle_codec *c, size_t n)
-{
-	switch (c->kind) {
-	case ISLE_CODEC_FP16:
-	case ISLE_CODEC_BF16:
-		return (2 * n + 3) & ~(size_t)3;
-	case ISLE_CODEC_INT8:
-		return 4 * ((n + c->block - 1) / c->block) +
-		       ((n + 3) & ~(size_t)3);
-	case ISLE_CODEC_TOPK:
-		return 8 + 8 * (n ? isle__topk_k(c, n) : 0);
-	case ISLE_CODEC_NONE:
-	default:
-		return 4 * n;
-	}
 }
 
 int isle_codec_summable(const struct isle_codec *c)

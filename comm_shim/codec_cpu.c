@@ -388,7 +388,7 @@ static int topk_encode(const struct isle_codec *c, float *v, const float *add,
 		       size_t n, void *dst, scan_fn scan)
 {
 	uint32_t *hdr = dst, *idx = hdr + 2, *cand;
-	size_t k = isle__topk_k(c, n), ns, cap, nc = 0, out = 0, ties;
+	size_t k = isle_codec_topk_k(c, n), ns, cap, nc = 0, out = 0, ties;
 	float *abs, *cval, *vals, t = 0;
 
 	hdr[0] = 0;
@@ -488,7 +488,7 @@ static int topk_check(const void *src, size_t n, const struct isle_codec *c,
 	const uint32_t *hdr = src;
 
 	*cnt = hdr[0] & ~ISLE_TOPK_NONFINITE;
-	if (hdr[1] != n || *cnt > (n ? isle__topk_k(c, n) : 0))
+	if (hdr[1] != n || *cnt > (n ? isle_codec_topk_k(c, n) : 0))
 		return -EPROTO;
 	*idx = hdr + 2;
 	*vals = (const float *)(hdr + 2 + *cnt);

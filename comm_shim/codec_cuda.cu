@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "comm_priv.h" /* C declarations: isle__topk_k() */
+#include "comm_priv.h" /* C declarations: isle_codec_topk_k() and more */
 }
 
 namespace {
@@ -569,7 +569,7 @@ int enc_topk(const struct isle_codec *c, const float *src, size_t n,
 	     void *dst, float *residual, cudaStream_t st)
 {
 	uint32_t *hdr = (uint32_t *)dst;
-	size_t k = isle__topk_k(c, n);
+	size_t k = isle_codec_topk_k(c, n);
 	size_t ntiles = (n + kTile - 1) / kTile;
 	const float *v = src;
 	topk_state *state;
@@ -714,7 +714,7 @@ int cuda_decode_t(const struct isle_codec *c, const void *src, size_t n,
 		if (n)
 			topk_fill<Acc><<<g, kThreads, 0, st>>>(
 				(const uint32_t *)src, dst, n);
-		topk_dec<Acc><<<grid_for(isle__topk_k(c, n)), kThreads, 0,
+		topk_dec<Acc><<<grid_for(isle_codec_topk_k(c, n)), kThreads, 0,
 				st>>>((const uint32_t *)src, dst, n);
 		break;
 	default:

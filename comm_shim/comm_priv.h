@@ -56,7 +56,6 @@ int isle__probe_due(uint64_t carried, uint64_t cost, double share);
 #define ISLE_INT8_Q_NINF (-127)
 #define ISLE_INT8_Q_NAN (-128)
 
-size_t isle__topk_k(const struct isle_codec *c, size_t n);
 /* The ratio of top-k codec c at its call-th call (from 0): c->ratio, or
  * during c->warm's warm-up the larger one the warm-up gives. */
 double isle__topk_ratio_at(const struct isle_codec *c, uint64_t call);

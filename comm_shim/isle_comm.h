@@ -68,12 +68,8 @@ ISLE_COMM_API int isle_plan_from_hosts(const char *const *hosts, int nranks,
 
 /* ---------------------------------------------------------------- codecs */
 
-/*
- * Bytes of the encoded form of n fp32 values (an upper bound for topk, whose
- * output says how many pairs it holds). Always a multiple of 4.
- */
-ISLE_COMM_API size_t isle_codec_encoded_size(const struct isle_codec *c,
-					     size_t n);
+/* isle_codec_encoded_size, the bytes each codec sends, is proto's
+ * (isle_proto.h), shared with islesim. */
 
 /*
  * 1 if the wire format can be reduced hop by hop (decode, add in fp32,

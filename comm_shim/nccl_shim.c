@@ -577,7 +577,7 @@ static struct isle_codec regather_codec(const struct isle_codec *c, size_t len,
 	struct isle_codec r = *c;
 
 	if (c->kind == ISLE_CODEC_TOPK && len) {
-		double k = (double)isle__topk_k(c, len) * peers;
+		double k = (double)isle_codec_topk_k(c, len) * peers;
 
 		r.ratio = k >= (double)len ? 1.0 : k / (double)len;
 	}

@@ -38,8 +38,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)r.library[t]);
 		for (int c = 0; c < ISLE_CODEC_COUNT; c++)
 			if (r.codecs[t] & (1u << c)) {
-				printf("%s%s", sep,
-				       isle_codec_kind_name((isle_codec_kind)c));
+				printf(
+				    "%s%s", sep,
+				    isle_codec_kind_name((isle_codec_kind)c));
 				sep = ",";
 			}
 		printf("%s\n", *sep ? "" : "-");

@@ -363,17 +363,16 @@ int main(int argc, char **argv)
 			      MPI_COMM_WORLD);
 		agree = lo == hi;
 		if (rank == 0) {
-			printf("{\"codec\": \"%s\", \"seed\": %lu, "
-			       "\"ranks\": %d, \"epochs\": %d, \"steps\": %d, "
-			       "\"train_n\": %d, \"test_n\": %d, "
-			       "\"batch\": %d, \"lr\": %g, \"momentum\": %g, "
-			       "\"train_loss\": %.6f, \"test_acc\": %.4f, "
-			       "\"params_agree\": %d}\n",
-			       label, seed, size, epochs, steps, tr.n, te.n,
-			       batch, lr, mom,
-			       loss_cnt > 0 ? loss_sum / loss_cnt : NAN,
-			       ok[1] ? (double)ok[0] / (double)ok[1] : 0.0,
-			       agree);
+			printf(
+			    "{\"codec\": \"%s\", \"seed\": %lu, "
+			    "\"ranks\": %d, \"epochs\": %d, \"steps\": %d, "
+			    "\"train_n\": %d, \"test_n\": %d, "
+			    "\"batch\": %d, \"lr\": %g, \"momentum\": %g, "
+			    "\"train_loss\": %.6f, \"test_acc\": %.4f, "
+			    "\"params_agree\": %d}\n",
+			    label, seed, size, epochs, steps, tr.n, te.n, batch,
+			    lr, mom, loss_cnt > 0 ? loss_sum / loss_cnt : NAN,
+			    ok[1] ? (double)ok[0] / (double)ok[1] : 0.0, agree);
 			fflush(stdout);
 		}
 		rc = agree && steps > 0 ? 0 : 1;

@@ -1,7 +1,8 @@
 /*
  * codec.c - codec spec strings: the one parser and the one formatter, used
  * by the shim (plan files, ISLE_COMM_CODEC), the agent (codec policy,
- * --compress) and the SPANK plugin (--isle-compress, allowed_codecs).
+ * --compress) and the SPANK plugin (--isle-compress, allowed_codecs); and
+ * the wire size of a codec, which the shim sends and islesim models.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -206,6 +207,36 @@ int isle_codec_parse(const char *spec, struct isle_codec *c, char *err,
 			    "(drop noef)",
 			    spec);
 	return 0;
+}
+
+size_t isle_codec_topk_k(const struct isle_codec *c, size_t n)
+{
+	double x = c->ratio * (double)n;
+	size_t k = (size_t)x;
+
+	/* ceil without libm: proto needs libc and json-c only */
+	if ((double)k < x)
+		k++;
+	if (k < 1)
+		k = 1;
+	return k < n ? k : n;
+}
+
+size_t isle_codec_encoded_size(const struct isle_codec *c, size_t n)
+{
+	switch (c->kind) {
+	case ISLE_CODEC_FP16:
+	case ISLE_CODEC_BF16:
+		return (2 * n + 3) & ~(size_t)3;
+	case ISLE_CODEC_INT8:
+		return 4 * ((n + c->block - 1) / c->block) +
+		       ((n + 3) & ~(size_t)3);
+	case ISLE_CODEC_TOPK:
+		return 8 + 8 * (n ? isle_codec_topk_k(c, n) : 0);
+	case ISLE_CODEC_NONE:
+	default:
+		return 4 * n;
+	}
 }
 
 int isle_fmt_double(char *buf, size_t len, double v)

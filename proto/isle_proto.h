@@ -7,7 +7,8 @@
  *                   docs/plan.md
  *   codec specs     "int8:256", "topk:0.01,mom=0.9": isle_codec_format,
  *                   isle_codec_parse (plan files, --isle-compress,
- *                   ISLE_COMM_CODEC, the agent's codec policy)
+ *                   ISLE_COMM_CODEC, the agent's codec policy); their
+ *                   wire size, isle_codec_encoded_size (the shim, islesim)
  *   job options     --isle-* on sbatch/srun/salloc, carried to slurmctld and
  *                   the tasks as ISLE_* variables: the table below, parsed
  *                   by isle_job_opt_parse / isle_job_env_parse, written by
@@ -128,6 +129,18 @@ ISLE_EXPORT int isle_codec_is_flag(const char *item);
  * (leaf, spine and core). The agent's plans and islesim's shim model
  * both read it. NULL for a tier out of range. */
 ISLE_EXPORT const char *isle_codec_tier_default(int tier);
+
+/*
+ * Bytes of the encoded form of n fp32 values (an upper bound for topk, whose
+ * output says how many pairs it holds). Always a multiple of 4. The wire
+ * formats themselves are comm_shim's (isle_comm.h).
+ */
+ISLE_EXPORT size_t isle_codec_encoded_size(const struct isle_codec *c,
+					   size_t n);
+
+/* Elements top-k codec c keeps of n: ceil(ratio * n), at least 1, at most
+ * n. */
+ISLE_EXPORT size_t isle_codec_topk_k(const struct isle_codec *c, size_t n);
 
 /* Shortest "%.*g" of v that reads back as v exactly; length as snprintf. */
 ISLE_EXPORT int isle_fmt_double(char *buf, size_t len, double v);

@@ -65,7 +65,6 @@ static uint64_t _key(job_record_t *job_ptr)
 static char *_granted(job_record_t *job_ptr)
 {
 	job_resources_t *jr = job_ptr->job_resrcs;
-	uint32_t gpu_id = gres_get_gpu_plugin_id();
 	json_object *arr;
 	char *out = NULL;
 	int j = 0, any = 0;
@@ -75,24 +74,8 @@ static char *_granted(job_record_t *job_ptr)
 	arr = json_object_new_array();
 	for (int i = 0; next_node_bitmap(jr->node_bitmap, &i); i++, j++) {
 		json_object *n = json_object_new_object(), *g;
-		bitstr_t *b = NULL;
-		list_itr_t *it;
-		gres_state_t *gs;
+		bitstr_t *b = isle__model_job_gpus(job_ptr, j);
 
-		it = list_iterator_create(job_ptr->gres_list_alloc);
-		while ((gs = list_next(it))) {
-			gres_job_state_t *gj = gs->gres_data;
-
-			if (gs->plugin_id != gpu_id || !gj ||
-			    !gj->gres_bit_alloc || j >= (int)gj->node_cnt ||
-			    !gj->gres_bit_alloc[j])
-				continue;
-			if (!b)
-				b = bit_copy(gj->gres_bit_alloc[j]);
-			else if (bit_size(b) == bit_size(gj->gres_bit_alloc[j]))
-				bit_or(b, gj->gres_bit_alloc[j]);
-		}
-		list_iterator_destroy(it);
 		g = json_object_new_array();
 		for (int k = 0; b && k < bit_size(b); k++)
 			if (bit_test(b, k))

@@ -382,7 +382,6 @@ static int _job_model_gpus(job_record_t *job_ptr, int **nodes, uint64_t **masks)
 {
 	struct isle__ctx *c = &isle__ctx;
 	job_resources_t *jr = job_ptr->job_resrcs;
-	uint32_t gpu_id = gres_get_gpu_plugin_id();
 	int n = 0, j = 0, cnt;
 
 	*nodes = NULL;
@@ -396,23 +395,13 @@ static int _job_model_gpus(job_record_t *job_ptr, int **nodes, uint64_t **masks)
 	     i++, j++) {
 		int m = i < c->nslurm ? c->slurm2model[i] : -1;
 		uint64_t mask = 0;
-		list_itr_t *it;
-		gres_state_t *gs;
+		bitstr_t *b;
 
 		if (m < 0)
 			continue;
-		it = list_iterator_create(job_ptr->gres_list_alloc);
-		while ((gs = list_next(it))) {
-			gres_job_state_t *gj = gs->gres_data;
-
-			if (gs->plugin_id != gpu_id || !gj ||
-			    !gj->gres_bit_alloc || j >= (int)gj->node_cnt ||
-			    !gj->gres_bit_alloc[j])
-				continue;
-			_or_bits(&mask, gj->gres_bit_alloc[j],
-				 c->topo->nodes[m].ngpus);
-		}
-		list_iterator_destroy(it);
+		b = isle__model_job_gpus(job_ptr, j);
+		_or_bits(&mask, b, c->topo->nodes[m].ngpus);
+		FREE_NULL_BITMAP(b);
 		if (!mask)
 			continue;
 		(*nodes)[n] = m;

@@ -381,6 +381,31 @@ uint64_t isle__model_node_gpus(int slurm_inx, int *total)
 				     n >= 64 ? ~0ULL : (1ULL << n) - 1, n);
 }
 
+bitstr_t *isle__model_job_gpus(job_record_t *job_ptr, int j)
+{
+	uint32_t gpu_id = gres_get_gpu_plugin_id();
+	bitstr_t *b = NULL;
+	list_itr_t *it;
+	gres_state_t *gs;
+
+	if (!job_ptr->gres_list_alloc)
+		return NULL;
+	it = list_iterator_create(job_ptr->gres_list_alloc);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *gj = gs->gres_data;
+
+		if (gs->plugin_id != gpu_id || !gj || !gj->gres_bit_alloc ||
+		    j >= (int)gj->node_cnt || !gj->gres_bit_alloc[j])
+			continue;
+		if (!b)
+			b = bit_copy(gj->gres_bit_alloc[j]);
+		else if (bit_size(b) == bit_size(gj->gres_bit_alloc[j]))
+			bit_or(b, gj->gres_bit_alloc[j]);
+	}
+	list_iterator_destroy(it);
+	return b;
+}
+
 /* --- nodes that come and go while slurmctld runs ------------------------ */
 
 static int sync_active = -1; /* active_node_record_count at the last sync */

@@ -24,6 +24,7 @@
 #include "src/common/bitstring.h"
 #include "src/common/node_conf.h"
 #include "src/interfaces/gres.h"
+#include "src/slurmctld/slurmctld.h"
 
 #include "isle_load.h"
 #include "isle_place.h"
@@ -94,6 +95,11 @@ uint64_t isle__model_gpus_free(const node_record_t *node_ptr,
  * it has (isle__model_gpus_free on the node's live GPU state). slurmctld
  * only. */
 uint64_t isle__model_node_gpus(int slurm_inx, int *total);
+
+/* The GPUs Slurm granted a job on its j-th node (from 0, in node_bitmap
+ * order): the union of its GPU allocation bitmaps there, a new bitmap
+ * (FREE_NULL_BITMAP), or NULL if it has none there. Job read lock. */
+bitstr_t *isle__model_job_gpus(job_record_t *job_ptr, int j);
 
 /* Re-maps Slurm nodes onto the model by name when the node table changed
  * since the last look (dynamic nodes; cheap otherwise). */

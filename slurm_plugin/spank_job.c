@@ -566,8 +566,8 @@ out:
  * the job wrote is hostile input: proto's collect reads it without
  * following links or blocking, size-bounded, owned by the job's uid.
  */
-static void _collect_report(const struct isle__spank_state *st,
-			    uint32_t job_id, uid_t uid, const char *rundir)
+static void _collect_report(const struct isle__spank_state *st, uint32_t job_id,
+			    uid_t uid, const char *rundir)
 {
 	struct isle_report r;
 	char jobid[16], dir[600], err[1024];

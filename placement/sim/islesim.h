@@ -230,8 +230,9 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
  * probe moves at most this share of what a communicator carried. */
 #define SIM_SHIM_PROBE_SHARE 0.01
 
-/* Wire bytes per fp32 byte of a codec spec (docs/comm-shim.md): bf16 and
- * fp16 0.5, int8:B 0.25 + 1/B, topk:R 2R, anything else 1. */
+/* Wire bytes per fp32 byte of a codec spec, from the shim's
+ * isle_codec_encoded_size (proto) at large n: bf16 and fp16 0.5, int8:B
+ * 0.25 + 1/B, topk:R 2R, a spec isle_codec_parse refuses 1. */
 double sim_codec_ratio(const char *spec);
 
 /* The admin's default codec (agent/plan_build.c) for a level carried by

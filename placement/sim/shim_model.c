@@ -35,21 +35,18 @@
 #include "islesim.h"
 #include "isle_proto.h"
 
-double sim_codec_ratio(const char *c)
+double sim_codec_ratio(const char *spec)
 {
-	double x;
+	/* the shim's wire size at a large n (a power of two: exact for
+	 * int8's power-of-two blocks), less topk's fixed header */
+	const size_t n = (size_t)1 << 52;
+	struct isle_codec c;
 
-	if (!strncmp(c, "fp16", 4) || !strncmp(c, "bf16", 4))
-		return 0.5;
-	if (!strncmp(c, "int8", 4)) { /* a byte each, a float per block */
-		x = c[4] == ':' ? atof(c + 5) : 256;
-		return 0.25 + 1.0 / (x >= 1 ? x : 256);
-	}
-	if (!strncmp(c, "topk", 4)) { /* index and value of the kept */
-		x = c[4] == ':' ? atof(c + 5) : 0.01;
-		return x > 0 && x < 0.5 ? 2 * x : 1;
-	}
-	return 1;
+	if (isle_codec_parse(spec, &c, NULL, 0))
+		return 1;
+	return (double)(isle_codec_encoded_size(&c, n) -
+			isle_codec_encoded_size(&c, 0)) /
+	       (4.0 * (double)n);
 }
 
 int sim_shim_hier(int n, const struct sim_shim_level *lv, int nlev,

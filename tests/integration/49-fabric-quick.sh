@@ -14,32 +14,12 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=tests/cluster/cluster.sh
-source "$repo/tests/cluster/cluster.sh"
-isle_cluster_require
-command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
+# shellcheck source=tests/integration/lib/fabric-bench.sh
+source "$repo/tests/integration/lib/fabric-bench.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t46.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
-
-B=$repo/build "$repo/bench/fabric/run.sh" --quick --out "$work/fabric.json" >"$work/log" 2>&1
-rc=$?
-if [ $rc = 77 ]; then
-	grep SKIP "$work/log"
-	exit 77
-fi
-if [ $rc != 0 ]; then
-	# The runner's own lines: each failed job with its launches, Slurm's
-	# reason, its ranks' stacks if it hung (gdb) and its log lines.
-	grep '^fabric-bench: ' "$work/log" | tail -80
-	fail "runner exited $rc"
-fi
-[ -s "$work/fabric.json" ] || { echo "FAIL: no result file"; exit 1; }
+# On failure: the runner's own lines, each failed job with its launches,
+# Slurm's reason, its ranks' stacks if it hung (gdb) and its log lines.
+isle_fabric_bench_run "$work/fabric.json" 80 --quick
 
 n=$(jq '.shapes[0].results | length' "$work/fabric.json")
 [ "$n" = 2 ] || fail "expected 2 results (tree, isle), got $n"
@@ -61,16 +41,7 @@ for cfg in tree isle; do
 done
 
 # Leftovers of every run.
-while read -r d p; do
-	[ -e "$d" ] && fail "run dir $d left behind"
-	ip netns list 2>/dev/null | isle_grep_q "^$p-" && fail "namespaces $p-* left behind"
-	ls /run/netns 2>/dev/null | isle_grep_q "^$p-" && fail "/run/netns/$p-* left behind"
-	if grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1; then
-		fail "processes of $d left behind"
-	fi
-	echo "ok   nothing left of $p"
-done < <(sed -n 's/^fabric-bench: run dir \([^ ]*\) prefix \([^ ]*\) .*/\1 \2/p' "$work/log")
+isle_fabric_bench_leftovers
 [ "$(grep -c '^fabric-bench: run dir' "$work/log")" = 2 ] || fail "expected 2 runs in the log"
 
-[ $fails = 0 ] || exit 1
-echo "PASS"
+isle_fabric_bench_end

@@ -15,33 +15,12 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=tests/cluster/cluster.sh
-source "$repo/tests/cluster/cluster.sh"
-isle_cluster_require
-command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/isle-t66.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fails=0
-fail() {
-	echo "FAIL: $*"
-	fails=$((fails + 1))
-}
+# shellcheck source=tests/integration/lib/fabric-bench.sh
+source "$repo/tests/integration/lib/fabric-bench.sh"
 
 steps=3
-B=$repo/build "$repo/bench/fabric/run.sh" --scenario collide --seeds 1 --steps $steps \
-	--out "$work/collide.json" >"$work/log" 2>&1
-rc=$?
-if [ $rc = 77 ]; then
-	grep SKIP "$work/log"
-	exit 77
-fi
-if [ $rc != 0 ]; then
-	grep '^fabric-bench: ' "$work/log" | tail -40
-	fail "runner exited $rc"
-fi
 f=$work/collide.json
-[ -s "$f" ] || { echo "FAIL: no result file"; exit 1; }
+isle_fabric_bench_run "$f" 40 --scenario collide --seeds 1 --steps $steps
 jq -e '(.commit | type) == "string" and (.cpu_idle_pct | type) == "number"' "$f" >/dev/null ||
 	fail "result file lacks commit or cpu_idle_pct"
 
@@ -78,13 +57,5 @@ else
 	echo "ok   isle-cc not run: $(jq -r '.not_run[0].not_run' "$f")"
 fi
 
-while read -r d p; do
-	[ -e "$d" ] && fail "run dir $d left behind"
-	ip netns list 2>/dev/null | isle_grep_q "^$p-" && fail "namespaces $p-* left behind"
-	if grep -lsF "$d/" /proc/[0-9]*/cmdline >/dev/null 2>&1; then
-		fail "processes of $d left behind"
-	fi
-done < <(sed -n 's/^fabric-bench: run dir \([^ ]*\) prefix \([^ ]*\) .*/\1 \2/p' "$work/log")
-
-[ $fails = 0 ] || exit 1
-echo "PASS"
+isle_fabric_bench_leftovers
+isle_fabric_bench_end

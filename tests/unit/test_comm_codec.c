@@ -322,7 +322,7 @@ static void test_topk_select(void **state)
 		for (size_t li = 0; li < ISLE_ARRAY_SIZE(lens); li++) {
 			size_t n = lens[li];
 			struct isle_codec c = codec("topk:0.01");
-			size_t k = isle__topk_k(&c, n);
+			size_t k = isle_codec_topk_k(&c, n);
 			float *x = malloc(n * 4), *srt = malloc(n * 4);
 			uint32_t *enc = malloc(isle_codec_encoded_size(&c, n));
 			const float *vals;
@@ -368,7 +368,7 @@ static void test_topk_sparse_ties(void **state)
 			for (int ef = 0; ef <= 1; ef++) {
 				size_t n = lens[li], big = 0, zeros = 0;
 				struct isle_codec c = codec("topk:0.3");
-				size_t k = isle__topk_k(&c, n);
+				size_t k = isle_codec_topk_k(&c, n);
 				float *x = calloc(n, 4), *res = calloc(n, 4);
 				uint32_t *enc =
 				    malloc(isle_codec_encoded_size(&c, n));
@@ -406,7 +406,7 @@ static void test_topk_ef_large(void **state)
 					     isle_codec_cpu_ops()};
 	enum { N = 200003 };
 	struct isle_codec c = codec("topk:0.01");
-	size_t k = isle__topk_k(&c, N);
+	size_t k = isle_codec_topk_k(&c, N);
 	float *x = malloc(N * 4), *r = malloc(N * 4), *v = malloc(N * 4);
 	float *y = malloc(N * 4), *srt = malloc(N * 4);
 	uint32_t *enc = malloc(isle_codec_encoded_size(&c, N));
@@ -517,7 +517,7 @@ static void test_topk_momentum(void **state)
 		for (size_t ni = 0; ni < ISLE_ARRAY_SIZE(ns); ni++) {
 			size_t n = ns[ni];
 			struct isle_codec c = codec("topk:0.01,mom=0.9");
-			size_t k = isle__topk_k(&c, n);
+			size_t k = isle_codec_topk_k(&c, n);
 			float *x = malloc(n * 4), *u = calloc(n, 4),
 			      *v = calloc(n, 4), *ru = calloc(n, 4),
 			      *rv = calloc(n, 4), *y = malloc(n * 4);
@@ -749,7 +749,7 @@ static void test_topk_all_nonfinite(void **state)
 			for (int kind = 0; kind < 3; kind++) {
 				size_t n = lens[li];
 				struct isle_codec c = codec("topk:0.01");
-				size_t k = isle__topk_k(&c, n);
+				size_t k = isle_codec_topk_k(&c, n);
 				float *x = malloc(n * 4), *y = malloc(n * 4);
 				float *res = calloc(n, 4);
 				uint32_t *enc =

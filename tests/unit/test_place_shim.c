@@ -36,6 +36,9 @@ static void test_codec_ratio(void **state)
 	/* index and value per kept element */
 	assert_true(near(sim_codec_ratio("topk:0.01"), 0.02));
 	assert_true(near(sim_codec_ratio("topk:0.01,mom=0.9"), 0.02));
+	/* as the shim sends it: past ratio 0.5 more than none */
+	assert_true(near(sim_codec_ratio("topk:1"), 2.0));
+	assert_true(near(sim_codec_ratio("bogus"), 1.0));
 }
 
 struct call {
