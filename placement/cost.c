@@ -7,7 +7,9 @@
  * the cluster file gives one. Groups that run concurrently are charged by
  * their slowest member (synchronous training waits for it).
  */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "place_priv.h"
 
@@ -158,13 +160,14 @@ static double pp_cost(isle_place_ctx *c, const struct pnorm *q,
 	return sum;
 }
 
-/* Vertex of rank r's GPU at a tree level (the domain level falls back to
- * the node for nodes outside multi-node domains). */
-static int anc(const isle_place_ctx *c, const struct isle_place_rank *r,
-	       int level)
-{
-	int v = c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE + r->gpu];
+/* Tree level of each stage of a DP group's hierarchical allreduce. */
+static const int dp_levels[DP_STAGES] = {PV_UNIT, PV_DOMAIN, PV_LEAF, PV_SPINE,
+					 PV_ROOT};
 
+/* Vertex above unit v at a tree level (the domain level falls back to the
+ * node for nodes outside multi-node domains). */
+static int anc_walk(const isle_place_ctx *c, int v, int level)
+{
 	while (c->v[v].level < level) {
 		int p = c->v[v].parent;
 
@@ -173,6 +176,22 @@ static int anc(const isle_place_ctx *c, const struct isle_place_rank *r,
 		v = p;
 	}
 	return v;
+}
+
+int isle__place_cost_init(isle_place_ctx *c)
+{
+	int i, k;
+
+	c->dp_anc = malloc((size_t)c->nv * DP_STAGES * sizeof(int));
+	if (!c->dp_anc)
+		return -ENOMEM;
+	for (i = 0; i < c->nv; i++)
+		for (k = 0; k < DP_STAGES; k++)
+			c->dp_anc[i * DP_STAGES + k] =
+			    c->v[i].level == PV_UNIT
+				? anc_walk(c, i, dp_levels[k])
+				: -1;
+	return 0;
 }
 
 /*
@@ -185,8 +204,6 @@ static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
 		    const struct isle_place_rank *ranks, int s, int t, int k,
 		    isle_tier *tier, double *isl_bw)
 {
-	static const int levels[] = {PV_UNIT, PV_DOMAIN, PV_LEAF, PV_SPINE,
-				     PV_ROOT};
 	int d, parts = 0;
 
 	*tier = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
@@ -194,10 +211,14 @@ static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
 	isle__place_next_gen(c);
 	for (d = 0; d < q->dp; d++) {
 		const struct isle_place_rank *r = at(ranks, q, t, s, d);
-		int up = anc(c, r, levels[k]);
+		const int *a =
+		    &c->dp_anc[c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE +
+					   r->gpu] *
+			       DP_STAGES];
+		int up = a[k];
 
 		if (k > 0) {
-			int low = anc(c, r, levels[k - 1]);
+			int low = a[k - 1];
 
 			if (c->stamp[low] == c->gen)
 				continue; /* sub-part already counted */
@@ -240,7 +261,7 @@ double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
 	double below = q->dp;
 	int k;
 
-	for (k = 0; k < 5; k++) {
+	for (k = 0; k < DP_STAGES; k++) {
 		isle_tier tier;
 		double isl_bw, f, bw;
 		int parts = dp_stage(c, q, ranks, s, t, k, &tier, &isl_bw);

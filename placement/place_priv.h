@@ -97,6 +97,8 @@ struct isle_place_ctx {
 	unsigned gen;
 	int *
 	    subparts; /* DP stages: sub-parts per vertex (valid when stamped) */
+	int *dp_anc;  /* DP_STAGES per unit vertex: its vertex at the level of
+			 each DP allreduce stage (cost.c), -1 elsewhere */
 
 	/* Exact search (exact.c): per vertex a signature of the
 	 * free GPUs below it (isomorphic subtrees are equal), the previous
@@ -146,6 +148,12 @@ static inline void isle__place_next_gen(isle_place_ctx *c)
 		c->gen = 1;
 	}
 }
+
+#define DP_STAGES 5 /* unit, domain, leaf, spine, root */
+
+/* cost.c: the lookups of the cost model (c->dp_anc), once the tree is
+ * built; 0 or -ENOMEM. */
+int isle__place_cost_init(isle_place_ctx *c);
 
 /* cost.c: cost of ranks[0..n) for normalised request q; returns the loosest
  * tier between any two ranks in *span and the TP groups inside one island

@@ -346,7 +346,7 @@ isle_place_ctx *isle_place_create(const isle_topo *t,
 				c->tier_lat[i] = c->tier_lat[i - 1];
 		}
 	}
-	if (build_tree(c) || isle__place_cc_init(c))
+	if (build_tree(c) || isle__place_cost_init(c) || isle__place_cc_init(c))
 		goto fail;
 	c->cap = calloc((size_t)c->nv, sizeof(int));
 	c->freec = calloc((size_t)c->nv, sizeof(int));
@@ -396,6 +396,7 @@ void isle_place_destroy(isle_place_ctx *c)
 	free(c->scopes);
 	free(c->stamp);
 	free(c->subparts);
+	free(c->dp_anc);
 	free(c->sig);
 	free(c->iso_prev);
 	free(c->xcnt);
