@@ -195,19 +195,33 @@ int isle__place_cost_init(isle_place_ctx *c)
 }
 
 /*
- * One stage of the hierarchical allreduce of a DP group: the parts of the
- * group below level k merge into their level-k vertices. Returns the
- * number of level-k parts; *tier and *isl_bw describe the slowest merge
- * that actually happens (a part with one sub-part sends nothing).
+ * DP: a hierarchical allreduce per DP group. Stage k merges the parts of
+ * the group that share a level-k vertex: fan-in f = parts below / parts at
+ * this level, a ring of f over the stage's tier on the message left after
+ * the reduce-scatters below it. Oversubscribed tiers are slower through
+ * their bandwidth, so spreading over them costs more.
+ *
+ * All stages are counted in one pass over the group, each with its own
+ * stamps (c->stamp + k * nv): per stage the parts of the group below level
+ * k merge into their level-k vertices; a stage's tier and island
+ * bandwidth come from the merges that actually happen (a part with one
+ * sub-part sends nothing).
  */
-static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
-		    const struct isle_place_rank *ranks, int s, int t, int k,
-		    isle_tier *tier, double *isl_bw)
+double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
+				 const struct isle_place_rank *ranks, int s,
+				 int t)
 {
-	int d, parts = 0;
+	double m = c->o.dp_bytes / ((double)q->tp * q->pp), cost = 0.0;
+	double below = q->dp, isl_bw[DP_STAGES];
+	isle_tier tier[DP_STAGES];
+	int parts[DP_STAGES];
+	int d, k;
 
-	*tier = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
-	*isl_bw = 0.0;
+	for (k = 0; k < DP_STAGES; k++) {
+		tier[k] = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
+		isl_bw[k] = 0.0;
+		parts[k] = 0;
+	}
 	isle__place_next_gen(c);
 	for (d = 0; d < q->dp; d++) {
 		const struct isle_place_rank *r = at(ranks, q, t, s, d);
@@ -215,63 +229,50 @@ static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
 		    &c->dp_anc[c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE +
 					   r->gpu] *
 			       DP_STAGES];
-		int up = a[k];
 
-		if (k > 0) {
-			int low = a[k - 1];
+		for (k = 0; k < DP_STAGES; k++) {
+			unsigned *st = c->stamp + (size_t)k * c->nv;
+			int *sub = c->subparts + (size_t)k * c->nv;
+			int up = a[k];
 
-			if (c->stamp[low] == c->gen)
-				continue; /* sub-part already counted */
-			c->stamp[low] = c->gen;
-		}
-		if (c->stamp[up] != c->gen) {
-			c->stamp[up] = c->gen;
-			c->subparts[up] = 0;
-			parts++;
-		}
-		if (++c->subparts[up] != 2)
-			continue;
-		/* a real merge: nodes merge over NVLink only inside a
-		 * multi-node domain; islands by their own bandwidth */
-		if (k == 1 && !c->v[up].multi)
-			*tier = ISLE_TIER_NODE;
-		if (k <= 1) {
-			double b =
-			    tier_bw(c, ISLE_TIER_ISLAND, gpu_island(c, r));
+			if (k > 0) {
+				int low = a[k - 1];
 
-			if (*isl_bw == 0.0 || b < *isl_bw)
-				*isl_bw = b;
+				if (st[low] == c->gen)
+					continue; /* sub-part already counted */
+				st[low] = c->gen;
+			}
+			if (st[up] != c->gen) {
+				st[up] = c->gen;
+				sub[up] = 0;
+				parts[k]++;
+			}
+			if (++sub[up] != 2)
+				continue;
+			/* a real merge: nodes merge over NVLink only inside
+			 * a multi-node domain; islands by their own
+			 * bandwidth */
+			if (k == 1 && !c->v[up].multi)
+				tier[k] = ISLE_TIER_NODE;
+			if (k <= 1) {
+				double b = tier_bw(c, ISLE_TIER_ISLAND,
+						   gpu_island(c, r));
+
+				if (isl_bw[k] == 0.0 || b < isl_bw[k])
+					isl_bw[k] = b;
+			}
 		}
 	}
-	return parts;
-}
-
-/*
- * DP: a hierarchical allreduce per DP group. Stage k merges the parts of
- * the group that share a level-k vertex: fan-in f = parts below / parts at
- * this level, a ring of f over the stage's tier on the message left after
- * the reduce-scatters below it. Oversubscribed tiers are slower through
- * their bandwidth, so spreading over them costs more.
- */
-double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
-				 const struct isle_place_rank *ranks, int s,
-				 int t)
-{
-	double m = c->o.dp_bytes / ((double)q->tp * q->pp), cost = 0.0;
-	double below = q->dp;
-	int k;
-
 	for (k = 0; k < DP_STAGES; k++) {
-		isle_tier tier;
-		double isl_bw, f, bw;
-		int parts = dp_stage(c, q, ranks, s, t, k, &tier, &isl_bw);
+		double f, bw;
 
-		f = below / parts;
-		below = parts;
+		f = below / parts[k];
+		below = parts[k];
 		if (f <= 1.0)
 			continue;
-		bw = tier == ISLE_TIER_ISLAND ? isl_bw : c->tier_bw[tier];
-		cost += 2.0 * (f - 1.0) * c->tier_lat[tier] +
+		bw = tier[k] == ISLE_TIER_ISLAND ? isl_bw[k]
+						 : c->tier_bw[tier[k]];
+		cost += 2.0 * (f - 1.0) * c->tier_lat[tier[k]] +
 			2.0 * (f - 1.0) / f * m / BYTES_PER_US(bw);
 		m /= f;
 	}

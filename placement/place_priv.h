@@ -37,6 +37,7 @@ struct pv {
 };
 
 #define FIT_LEVELS 4 /* PV_UNIT .. PV_LEAF */
+#define DP_STAGES 5  /* DP allreduce stages: unit, domain, leaf, spine, root */
 
 /* Per-call request, normalised by normalize() (engine.c). */
 struct pnorm {
@@ -92,13 +93,14 @@ struct isle_place_ctx {
 	int *scopes;	 /* scope vertices of one level */
 	const struct pnorm *rq;
 
-	/* Evaluation scratch: generation stamps per vertex. */
+	/* Evaluation scratch: generation stamps per vertex, DP_STAGES sets
+	 * (cost.c's DP stages use one each, the others the first). */
 	unsigned *stamp;
 	unsigned gen;
-	int *
-	    subparts; /* DP stages: sub-parts per vertex (valid when stamped) */
-	int *dp_anc;  /* DP_STAGES per unit vertex: its vertex at the level of
-			 each DP allreduce stage (cost.c), -1 elsewhere */
+	int *subparts; /* DP stages: sub-parts per vertex and stage (valid when
+			stamped) */
+	int *dp_anc;   /* DP_STAGES per unit vertex: its vertex at the level of
+			  each DP allreduce stage (cost.c), -1 elsewhere */
 
 	/* Exact search (exact.c): per vertex a signature of the
 	 * free GPUs below it (isomorphic subtrees are equal), the previous
@@ -143,13 +145,11 @@ struct isle_place_ctx {
 static inline void isle__place_next_gen(isle_place_ctx *c)
 {
 	if (++c->gen == 0) {
-		for (int i = 0; i < c->nv; i++)
+		for (long i = 0; i < (long)c->nv * DP_STAGES; i++)
 			c->stamp[i] = 0;
 		c->gen = 1;
 	}
 }
-
-#define DP_STAGES 5 /* unit, domain, leaf, spine, root */
 
 /* cost.c: the lookups of the cost model (c->dp_anc), once the tree is
  * built; 0 or -ENOMEM. */

@@ -356,8 +356,8 @@ isle_place_ctx *isle_place_create(const isle_topo *t,
 	c->kids = malloc((size_t)c->nv * sizeof(*c->kids));
 	c->touched = malloc((size_t)c->nv * sizeof(int));
 	c->scopes = malloc((size_t)c->nv * sizeof(int));
-	c->stamp = calloc((size_t)c->nv, sizeof(unsigned));
-	c->subparts = calloc((size_t)c->nv, sizeof(int));
+	c->stamp = calloc((size_t)c->nv * DP_STAGES, sizeof(unsigned));
+	c->subparts = calloc((size_t)c->nv * DP_STAGES, sizeof(int));
 	c->sig = calloc((size_t)c->nv, sizeof(uint64_t));
 	c->iso_prev = calloc((size_t)c->nv, sizeof(int));
 	c->xcnt = calloc((size_t)c->nv, sizeof(int));
