@@ -37,6 +37,7 @@ struct pv {
 };
 
 #define FIT_LEVELS 4 /* PV_UNIT .. PV_LEAF */
+#define FIN_MEMO 8   /* candidate scores kept by finish() */
 #define DP_STAGES 5  /* DP allreduce stages: unit, domain, leaf, spine, root */
 
 /* Per-call request, normalised by normalize() (engine.c). */
@@ -109,6 +110,23 @@ struct isle_place_ctx {
 	uint64_t *sig;
 	int *iso_prev;
 	int *xcnt;
+
+	/* Scores of the last candidates (fill.c's finish()): a fill that
+	 * repeats one of them, in the same scoring epoch (one isle_place()
+	 * call or one ideal search) and for the same shape, reuses its
+	 * score; only the fragmentation, which follows the fill's path, is
+	 * computed again. */
+	struct fin_memo {
+		unsigned epoch;
+		int n, cap, tp, pp, dp, workload, traffic;
+		struct isle_place_rank *in, *out; /* ranks given, ranks kept */
+		struct isle_place_cost cost;
+		isle_tier span;
+		int tp_in_island, islands, leafs;
+		double contention;
+	} fin[FIN_MEMO];
+	int fin_next;
+	unsigned fin_epoch;
 
 	/* Rank order with the other layout (see finish()). */
 	struct isle_place_rank *alt;
@@ -199,6 +217,10 @@ void isle__place_prepare(isle_place_ctx *c, const uint64_t *free_gpus,
 			 const uint64_t *elig, const struct pnorm *q);
 int isle__place_search(isle_place_ctx *c, const struct pnorm *q,
 		       int *have_best);
+
+/* fill.c: a new scoring epoch: finish() forgets the scores it kept (the
+ * running jobs' load or the contention weight may have changed). */
+void isle__place_fin_forget(isle_place_ctx *c);
 
 /* fill.c: fills r->nodes/masks from r->ranks and the span statistics; 1 if
  * a beats b (both feasible); logs a candidate for explain. */

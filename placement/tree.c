@@ -401,6 +401,10 @@ void isle_place_destroy(isle_place_ctx *c)
 	free(c->iso_prev);
 	free(c->xcnt);
 	free(c->alt);
+	for (int i = 0; i < FIN_MEMO; i++) {
+		free(c->fin[i].in);
+		free(c->fin[i].out);
+	}
 	isle_place_result_fini(&c->cand);
 	isle_place_result_fini(&c->best);
 	free(c->cands);
