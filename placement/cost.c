@@ -7,7 +7,9 @@
  * the cluster file gives one. Groups that run concurrently are charged by
  * their slowest member (synchronous training waits for it).
  */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "place_priv.h"
 
@@ -158,13 +160,14 @@ static double pp_cost(isle_place_ctx *c, const struct pnorm *q,
 	return sum;
 }
 
-/* Vertex of rank r's GPU at a tree level (the domain level falls back to
- * the node for nodes outside multi-node domains). */
-static int anc(const isle_place_ctx *c, const struct isle_place_rank *r,
-	       int level)
-{
-	int v = c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE + r->gpu];
+/* Tree level of each stage of a DP group's hierarchical allreduce. */
+static const int dp_levels[DP_STAGES] = {PV_UNIT, PV_DOMAIN, PV_LEAF, PV_SPINE,
+					 PV_ROOT};
 
+/* Vertex above unit v at a tree level (the domain level falls back to the
+ * node for nodes outside multi-node domains). */
+static int anc_walk(const isle_place_ctx *c, int v, int level)
+{
 	while (c->v[v].level < level) {
 		int p = c->v[v].parent;
 
@@ -175,54 +178,20 @@ static int anc(const isle_place_ctx *c, const struct isle_place_rank *r,
 	return v;
 }
 
-/*
- * One stage of the hierarchical allreduce of a DP group: the parts of the
- * group below level k merge into their level-k vertices. Returns the
- * number of level-k parts; *tier and *isl_bw describe the slowest merge
- * that actually happens (a part with one sub-part sends nothing).
- */
-static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
-		    const struct isle_place_rank *ranks, int s, int t, int k,
-		    isle_tier *tier, double *isl_bw)
+int isle__place_cost_init(isle_place_ctx *c)
 {
-	static const int levels[] = {PV_UNIT, PV_DOMAIN, PV_LEAF, PV_SPINE,
-				     PV_ROOT};
-	int d, parts = 0;
+	int i, k;
 
-	*tier = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
-	*isl_bw = 0.0;
-	isle__place_next_gen(c);
-	for (d = 0; d < q->dp; d++) {
-		const struct isle_place_rank *r = at(ranks, q, t, s, d);
-		int up = anc(c, r, levels[k]);
-
-		if (k > 0) {
-			int low = anc(c, r, levels[k - 1]);
-
-			if (c->stamp[low] == c->gen)
-				continue; /* sub-part already counted */
-			c->stamp[low] = c->gen;
-		}
-		if (c->stamp[up] != c->gen) {
-			c->stamp[up] = c->gen;
-			c->subparts[up] = 0;
-			parts++;
-		}
-		if (++c->subparts[up] != 2)
-			continue;
-		/* a real merge: nodes merge over NVLink only inside a
-		 * multi-node domain; islands by their own bandwidth */
-		if (k == 1 && !c->v[up].multi)
-			*tier = ISLE_TIER_NODE;
-		if (k <= 1) {
-			double b =
-			    tier_bw(c, ISLE_TIER_ISLAND, gpu_island(c, r));
-
-			if (*isl_bw == 0.0 || b < *isl_bw)
-				*isl_bw = b;
-		}
-	}
-	return parts;
+	c->dp_anc = malloc((size_t)c->nv * DP_STAGES * sizeof(int));
+	if (!c->dp_anc)
+		return -ENOMEM;
+	for (i = 0; i < c->nv; i++)
+		for (k = 0; k < DP_STAGES; k++)
+			c->dp_anc[i * DP_STAGES + k] =
+			    c->v[i].level == PV_UNIT
+				? anc_walk(c, i, dp_levels[k])
+				: -1;
+	return 0;
 }
 
 /*
@@ -231,26 +200,79 @@ static int dp_stage(isle_place_ctx *c, const struct pnorm *q,
  * this level, a ring of f over the stage's tier on the message left after
  * the reduce-scatters below it. Oversubscribed tiers are slower through
  * their bandwidth, so spreading over them costs more.
+ *
+ * All stages are counted in one pass over the group, each with its own
+ * stamps (c->stamp + k * nv): per stage the parts of the group below level
+ * k merge into their level-k vertices; a stage's tier and island
+ * bandwidth come from the merges that actually happen (a part with one
+ * sub-part sends nothing).
  */
 double isle__place_dp_group_cost(isle_place_ctx *c, const struct pnorm *q,
 				 const struct isle_place_rank *ranks, int s,
 				 int t)
 {
 	double m = c->o.dp_bytes / ((double)q->tp * q->pp), cost = 0.0;
-	double below = q->dp;
-	int k;
+	double below = q->dp, isl_bw[DP_STAGES];
+	isle_tier tier[DP_STAGES];
+	int parts[DP_STAGES];
+	int d, k;
 
-	for (k = 0; k < 5; k++) {
-		isle_tier tier;
-		double isl_bw, f, bw;
-		int parts = dp_stage(c, q, ranks, s, t, k, &tier, &isl_bw);
+	for (k = 0; k < DP_STAGES; k++) {
+		tier[k] = k <= 1 ? ISLE_TIER_ISLAND : (isle_tier)k;
+		isl_bw[k] = 0.0;
+		parts[k] = 0;
+	}
+	isle__place_next_gen(c);
+	for (d = 0; d < q->dp; d++) {
+		const struct isle_place_rank *r = at(ranks, q, t, s, d);
+		const int *a =
+		    &c->dp_anc[c->gpu_unit[r->node * ISLE_MAX_GPUS_PER_NODE +
+					   r->gpu] *
+			       DP_STAGES];
 
-		f = below / parts;
-		below = parts;
+		for (k = 0; k < DP_STAGES; k++) {
+			unsigned *st = c->stamp + (size_t)k * c->nv;
+			int *sub = c->subparts + (size_t)k * c->nv;
+			int up = a[k];
+
+			if (k > 0) {
+				int low = a[k - 1];
+
+				if (st[low] == c->gen)
+					continue; /* sub-part already counted */
+				st[low] = c->gen;
+			}
+			if (st[up] != c->gen) {
+				st[up] = c->gen;
+				sub[up] = 0;
+				parts[k]++;
+			}
+			if (++sub[up] != 2)
+				continue;
+			/* a real merge: nodes merge over NVLink only inside
+			 * a multi-node domain; islands by their own
+			 * bandwidth */
+			if (k == 1 && !c->v[up].multi)
+				tier[k] = ISLE_TIER_NODE;
+			if (k <= 1) {
+				double b = tier_bw(c, ISLE_TIER_ISLAND,
+						   gpu_island(c, r));
+
+				if (isl_bw[k] == 0.0 || b < isl_bw[k])
+					isl_bw[k] = b;
+			}
+		}
+	}
+	for (k = 0; k < DP_STAGES; k++) {
+		double f, bw;
+
+		f = below / parts[k];
+		below = parts[k];
 		if (f <= 1.0)
 			continue;
-		bw = tier == ISLE_TIER_ISLAND ? isl_bw : c->tier_bw[tier];
-		cost += 2.0 * (f - 1.0) * c->tier_lat[tier] +
+		bw = tier[k] == ISLE_TIER_ISLAND ? isl_bw[k]
+						 : c->tier_bw[tier[k]];
+		cost += 2.0 * (f - 1.0) * c->tier_lat[tier[k]] +
 			2.0 * (f - 1.0) / f * m / BYTES_PER_US(bw);
 		m /= f;
 	}

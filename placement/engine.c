@@ -253,7 +253,9 @@ static int ideal_norm(isle_place_ctx *c, const struct pnorm *q,
 		c->cands = NULL;
 		c->o.contention_weight = 0;
 		c->best.ideal = (struct isle_place_cost){0};
+		isle__place_fin_forget(c);
 		rc = place_norm(c, c->all_free, NULL, q);
+		isle__place_fin_forget(c);
 		c->cands = saved;
 		c->o.contention_weight = ccw;
 		if (rc == -ENOMEM)
@@ -332,6 +334,7 @@ int isle_place(isle_place_ctx *c, const uint64_t *free_gpus,
 			    "request");
 	c->ncands = 0;
 	c->chosen = -1;
+	isle__place_fin_forget(c);
 	rc = normalize(c, req, &q, res);
 	if (rc)
 		return rc;

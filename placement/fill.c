@@ -297,10 +297,65 @@ static double frag_penalty(const isle_place_ctx *c)
 	return pen;
 }
 
+void isle__place_fin_forget(isle_place_ctx *c)
+{
+	if (++c->fin_epoch == 0) {
+		for (int i = 0; i < FIN_MEMO; i++)
+			c->fin[i].epoch = 0;
+		c->fin_epoch = 1;
+	}
+}
+
+/* The kept score of ranks r (complete) for shape q, or NULL. */
+static struct fin_memo *fin_find(isle_place_ctx *c, const struct pnorm *q,
+				 const struct isle_place_result *r)
+{
+	for (int i = 0; i < FIN_MEMO; i++) {
+		struct fin_memo *m = &c->fin[i];
+
+		if (m->epoch == c->fin_epoch && m->n == r->nranks &&
+		    m->tp == q->tp && m->pp == q->pp && m->dp == q->dp &&
+		    m->workload == (int)q->workload &&
+		    m->traffic == (int)q->traffic &&
+		    !memcmp(m->in, r->ranks, (size_t)m->n * sizeof(*m->in)))
+			return m;
+	}
+	return NULL;
+}
+
+/* A slot for the score of ranks r, holding them as given; NULL if out of
+ * memory (the score is then not kept). */
+static struct fin_memo *fin_slot(isle_place_ctx *c,
+				 const struct isle_place_result *r)
+{
+	struct fin_memo *m = &c->fin[c->fin_next];
+	size_t sz = (size_t)r->nranks * sizeof(*m->in);
+
+	if (r->nranks > m->cap) {
+		struct isle_place_rank *in = realloc(m->in, sz);
+		struct isle_place_rank *out = in ? realloc(m->out, sz) : NULL;
+
+		if (in)
+			m->in = in;
+		if (!out) {
+			m->epoch = 0;
+			m->cap = 0; /* in may be larger, out is not */
+			return NULL;
+		}
+		m->out = out;
+		m->cap = r->nranks;
+	}
+	c->fin_next = (c->fin_next + 1) % FIN_MEMO;
+	m->epoch = 0; /* valid once scored */
+	memcpy(m->in, r->ranks, sz);
+	return m;
+}
+
 /* Fills r->nodes/masks from r->ranks and the span statistics. */
 void isle__place_finish(isle_place_ctx *c, const struct pnorm *q,
 			struct isle_place_result *r)
 {
+	struct fin_memo *m = NULL;
 	int i, n = 0, isl = 0, leafs = 0;
 
 	for (i = 0; i < r->nranks; i++) {
@@ -329,6 +384,22 @@ void isle__place_finish(isle_place_ctx *c, const struct pnorm *q,
 	r->pp = q->pp;
 	r->dp = q->dp;
 	r->ntp_groups = q->gpus / q->tp;
+	if (r->nranks == q->gpus) {
+		m = fin_find(c, q, r);
+		if (m) {
+			memcpy(r->ranks, m->out,
+			       (size_t)r->nranks * sizeof(*r->ranks));
+			r->cost = m->cost;
+			r->span = m->span;
+			r->tp_in_island = m->tp_in_island;
+			r->islands = m->islands;
+			r->leafs = m->leafs;
+			r->frag = frag_penalty(c);
+			r->contention = m->contention;
+			return;
+		}
+		m = fin_slot(c, r);
+	}
 	isle__place_cost(c, q, r->ranks, r->nranks, &r->cost, &r->span,
 			 &r->tp_in_island);
 	/*
@@ -381,6 +452,25 @@ void isle__place_finish(isle_place_ctx *c, const struct pnorm *q,
 	r->frag = frag_penalty(c);
 	r->contention =
 	    isle__place_cc_term(c, q, r->ranks, r->nranks, &r->cost);
+	if (m) {
+		memcpy(m->out, r->ranks, (size_t)r->nranks * sizeof(*m->out));
+		*m = (struct fin_memo){.epoch = c->fin_epoch,
+				       .n = r->nranks,
+				       .cap = m->cap,
+				       .tp = q->tp,
+				       .pp = q->pp,
+				       .dp = q->dp,
+				       .workload = (int)q->workload,
+				       .traffic = (int)q->traffic,
+				       .in = m->in,
+				       .out = m->out,
+				       .cost = r->cost,
+				       .span = r->span,
+				       .tp_in_island = r->tp_in_island,
+				       .islands = r->islands,
+				       .leafs = r->leafs,
+				       .contention = r->contention};
+	}
 }
 
 /* 1 if a beats b (both feasible). */

@@ -37,6 +37,8 @@ struct pv {
 };
 
 #define FIT_LEVELS 4 /* PV_UNIT .. PV_LEAF */
+#define FIN_MEMO 8   /* candidate scores kept by finish() */
+#define DP_STAGES 5  /* DP allreduce stages: unit, domain, leaf, spine, root */
 
 /* Per-call request, normalised by normalize() (engine.c). */
 struct pnorm {
@@ -92,11 +94,14 @@ struct isle_place_ctx {
 	int *scopes;	 /* scope vertices of one level */
 	const struct pnorm *rq;
 
-	/* Evaluation scratch: generation stamps per vertex. */
+	/* Evaluation scratch: generation stamps per vertex, DP_STAGES sets
+	 * (cost.c's DP stages use one each, the others the first). */
 	unsigned *stamp;
 	unsigned gen;
-	int *
-	    subparts; /* DP stages: sub-parts per vertex (valid when stamped) */
+	int *subparts; /* DP stages: sub-parts per vertex and stage (valid when
+			stamped) */
+	int *dp_anc;   /* DP_STAGES per unit vertex: its vertex at the level of
+			  each DP allreduce stage (cost.c), -1 elsewhere */
 
 	/* Exact search (exact.c): per vertex a signature of the
 	 * free GPUs below it (isomorphic subtrees are equal), the previous
@@ -105,6 +110,23 @@ struct isle_place_ctx {
 	uint64_t *sig;
 	int *iso_prev;
 	int *xcnt;
+
+	/* Scores of the last candidates (fill.c's finish()): a fill that
+	 * repeats one of them, in the same scoring epoch (one isle_place()
+	 * call or one ideal search) and for the same shape, reuses its
+	 * score; only the fragmentation, which follows the fill's path, is
+	 * computed again. */
+	struct fin_memo {
+		unsigned epoch;
+		int n, cap, tp, pp, dp, workload, traffic;
+		struct isle_place_rank *in, *out; /* ranks given, ranks kept */
+		struct isle_place_cost cost;
+		isle_tier span;
+		int tp_in_island, islands, leafs;
+		double contention;
+	} fin[FIN_MEMO];
+	int fin_next;
+	unsigned fin_epoch;
 
 	/* Rank order with the other layout (see finish()). */
 	struct isle_place_rank *alt;
@@ -141,11 +163,15 @@ struct isle_place_ctx {
 static inline void isle__place_next_gen(isle_place_ctx *c)
 {
 	if (++c->gen == 0) {
-		for (int i = 0; i < c->nv; i++)
+		for (long i = 0; i < (long)c->nv * DP_STAGES; i++)
 			c->stamp[i] = 0;
 		c->gen = 1;
 	}
 }
+
+/* cost.c: the lookups of the cost model (c->dp_anc), once the tree is
+ * built; 0 or -ENOMEM. */
+int isle__place_cost_init(isle_place_ctx *c);
 
 /* cost.c: cost of ranks[0..n) for normalised request q; returns the loosest
  * tier between any two ranks in *span and the TP groups inside one island
@@ -191,6 +217,10 @@ void isle__place_prepare(isle_place_ctx *c, const uint64_t *free_gpus,
 			 const uint64_t *elig, const struct pnorm *q);
 int isle__place_search(isle_place_ctx *c, const struct pnorm *q,
 		       int *have_best);
+
+/* fill.c: a new scoring epoch: finish() forgets the scores it kept (the
+ * running jobs' load or the contention weight may have changed). */
+void isle__place_fin_forget(isle_place_ctx *c);
 
 /* fill.c: fills r->nodes/masks from r->ranks and the span statistics; 1 if
  * a beats b (both feasible); logs a candidate for explain. */

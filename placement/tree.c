@@ -346,7 +346,7 @@ isle_place_ctx *isle_place_create(const isle_topo *t,
 				c->tier_lat[i] = c->tier_lat[i - 1];
 		}
 	}
-	if (build_tree(c) || isle__place_cc_init(c))
+	if (build_tree(c) || isle__place_cost_init(c) || isle__place_cc_init(c))
 		goto fail;
 	c->cap = calloc((size_t)c->nv, sizeof(int));
 	c->freec = calloc((size_t)c->nv, sizeof(int));
@@ -356,8 +356,8 @@ isle_place_ctx *isle_place_create(const isle_topo *t,
 	c->kids = malloc((size_t)c->nv * sizeof(*c->kids));
 	c->touched = malloc((size_t)c->nv * sizeof(int));
 	c->scopes = malloc((size_t)c->nv * sizeof(int));
-	c->stamp = calloc((size_t)c->nv, sizeof(unsigned));
-	c->subparts = calloc((size_t)c->nv, sizeof(int));
+	c->stamp = calloc((size_t)c->nv * DP_STAGES, sizeof(unsigned));
+	c->subparts = calloc((size_t)c->nv * DP_STAGES, sizeof(int));
 	c->sig = calloc((size_t)c->nv, sizeof(uint64_t));
 	c->iso_prev = calloc((size_t)c->nv, sizeof(int));
 	c->xcnt = calloc((size_t)c->nv, sizeof(int));
@@ -396,10 +396,15 @@ void isle_place_destroy(isle_place_ctx *c)
 	free(c->scopes);
 	free(c->stamp);
 	free(c->subparts);
+	free(c->dp_anc);
 	free(c->sig);
 	free(c->iso_prev);
 	free(c->xcnt);
 	free(c->alt);
+	for (int i = 0; i < FIN_MEMO; i++) {
+		free(c->fin[i].in);
+		free(c->fin[i].out);
+	}
 	isle_place_result_fini(&c->cand);
 	isle_place_result_fini(&c->best);
 	free(c->cands);
