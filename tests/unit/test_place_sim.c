@@ -853,23 +853,38 @@ static void test_job_rings(void **state)
  * of TP and DP costs the probed latency per hop: the fastest rank's
  * 4-byte allreduce over 8 ranks (3 hops), median over the steps.
  */
+/* Replays the fabric.json text @json; @out gets the replay's table, rewound. */
+static int replay_json(const char *json, FILE **out)
+{
+	char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
+	int fd = mkstemp(path), rc;
+	FILE *f = fdopen(fd, "w");
+
+	assert_non_null(f);
+	*out = tmpfile();
+	assert_non_null(*out);
+	fputs(json, f);
+	fclose(f);
+	rc = sim_fabric_replay(path, "bench/fabric", 0, *out);
+	unlink(path);
+	rewind(*out);
+	return rc;
+}
+
 static void replay_case(const char *jobs, double want_fab_ms,
 			double want_lat_ms)
 {
-	char path[] = "/tmp/test_place_sim_fabric.XXXXXX", line[512];
-	int fd = mkstemp(path), found = 0;
-	FILE *f = fdopen(fd, "w"), *out = tmpfile();
+	char json[8192], line[512];
+	int found = 0;
+	FILE *out;
 
-	assert_non_null(f);
-	assert_non_null(out);
-	fprintf(f,
-		"{\"scale\": 0.001, \"shapes\": [{\"shape\": "
-		"\"leafspine-16\", \"results\": [{\"config\": \"tree\", "
-		"\"seed\": 1, \"cpu_idle_pct\": 50, \"job_list\": [%s]}]}]}",
-		jobs);
-	fclose(f);
-	assert_int_equal(sim_fabric_replay(path, "bench/fabric", 0, out), 0);
-	rewind(out);
+	assert_true(snprintf(json, sizeof(json),
+			     "{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+			     "\"leafspine-16\", \"results\": [{\"config\": "
+			     "\"tree\", \"seed\": 1, \"cpu_idle_pct\": 50, "
+			     "\"job_list\": [%s]}]}]}",
+			     jobs) < (int)sizeof(json));
+	assert_int_equal(replay_json(json, &out), 0);
 	while (fgets(line, sizeof(line), out)) {
 		char shape[64], cfg[64];
 		int runs;
@@ -891,7 +906,6 @@ static void replay_case(const char *jobs, double want_fab_ms,
 		assert_true(fabs(err - 100.0 * (pred - meas) / meas) < 0.1);
 	}
 	fclose(out);
-	unlink(path);
 	assert_int_equal(found, 1);
 }
 
@@ -953,19 +967,15 @@ static void test_fabric_replay(void **state)
 	    hop / 50e6 * 1e3, 0);
 	/* a file without placements: nothing to replay */
 	{
-		char path[] = "/tmp/test_place_sim_fabric.XXXXXX";
-		int fd = mkstemp(path);
-		FILE *f = fdopen(fd, "w"), *out = tmpfile();
+		FILE *out;
 
-		fputs("{\"scale\": 0.001, \"shapes\": [{\"shape\": "
-		      "\"leafspine-16\", \"results\": [{\"config\": "
-		      "\"tree\"}]}]}",
-		      f);
-		fclose(f);
 		assert_int_not_equal(
-		    sim_fabric_replay(path, "bench/fabric", 0, out), 0);
+		    replay_json("{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+				"\"leafspine-16\", \"results\": [{\"config\": "
+				"\"tree\"}]}]}",
+				&out),
+		    0);
 		fclose(out);
-		unlink(path);
 	}
 }
 
@@ -986,26 +996,23 @@ static void test_fabric_replay(void **state)
 
 static void test_collide_sharing(void **state)
 {
-	char path[] = "/tmp/test_place_sim_collide.XXXXXX", line[512];
-	int fd = mkstemp(path), found = 0;
-	FILE *f = fdopen(fd, "w"), *out = tmpfile();
+	char json[4096], line[512];
+	int found = 0;
+	FILE *out;
 	double isle = 0, avoid = 0, want = 1259.494 / 775.464;
 
-	assert_non_null(f);
-	assert_non_null(out);
 	/* A's records are left out (ms []): only B's step is judged */
-	fprintf(f,
-		"{\"scale\": 0.0005, \"shapes\": [{\"shape\": \"collide-8\", "
-		"\"results\": [{\"config\": \"isle\", \"seed\": 1, "
-		"\"job_list\": [%s, %s]}, {\"config\": \"avoid\", \"seed\": 1, "
-		"\"job_list\": [%s, %s]}]}]}",
-		CJOB("cl01", "cl03", 0, 20, ""),
-		CJOB("cl02", "cl05", 3, 13, "1259.494"),
-		CJOB("cl01", "cl03", 0, 20, ""),
-		CJOB("cl05", "cl07", 3, 13, "775.464"));
-	fclose(f);
-	assert_int_equal(sim_fabric_replay(path, "bench/fabric", 0, out), 0);
-	rewind(out);
+	snprintf(
+	    json, sizeof(json),
+	    "{\"scale\": 0.0005, \"shapes\": [{\"shape\": \"collide-8\", "
+	    "\"results\": [{\"config\": \"isle\", \"seed\": 1, "
+	    "\"job_list\": [%s, %s]}, {\"config\": \"avoid\", \"seed\": 1, "
+	    "\"job_list\": [%s, %s]}]}]}",
+	    CJOB("cl01", "cl03", 0, 20, ""),
+	    CJOB("cl02", "cl05", 3, 13, "1259.494"),
+	    CJOB("cl01", "cl03", 0, 20, ""),
+	    CJOB("cl05", "cl07", 3, 13, "775.464"));
+	assert_int_equal(replay_json(json, &out), 0);
 	while (fgets(line, sizeof(line), out)) {
 		char shape[64], cfg[64];
 		int runs;
@@ -1020,7 +1027,6 @@ static void test_collide_sharing(void **state)
 			avoid = pred, found++;
 	}
 	fclose(out);
-	unlink(path);
 	assert_int_equal(found, 2);
 	assert_true(avoid > 0);
 	print_message("collide: model isle/avoid %.3f, measured %.3f\n",
