@@ -13,8 +13,13 @@
  * switch), every cable tbf-shaped at its rate times the scale, both
  * directions apart. No netem on the benchmark host, so no cable latency.
  * Traffic between ranks of one node is shared memory (Open MPI vader), so
- * it is host time only. Allreduces are rings in rank order (Open MPI's
- * ring for large messages: each hop carries 2(n-1)/n of the buffer);
+ * it is host time only. Allreduces: with blocking calls, rings in rank
+ * order (Open MPI's ring for large messages: each hop carries 2(n-1)/n of
+ * the buffer); with fabric_job --poll-us (MPI_Iallreduce, in place) what
+ * Open MPI 4.1's libnbc runs for an in-place allreduce of any size: its
+ * binomial schedule (nbc_iallreduce.c, allred_sched_diss), a reduce up a
+ * binomial tree to rank 0 and a broadcast down another, whole buffer per
+ * message, ceil(log2 n) rounds each way;
  * stage boundaries send 4 micro-batches forward and back, one after the
  * other. With the shim (the job's `isle_comm:` lines give the levels and
  * codecs of its DP communicators and the size it leaves to MPI), a DP
@@ -89,6 +94,7 @@ void sim_efab_free(struct efab *f)
 	free(f->parent);
 	free(f->cap);
 	free(f->kind);
+	free(f->tier);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -103,7 +109,7 @@ int sim_efab_vertex(const struct efab *f, const char *name)
 static int efab_add(struct efab *f, const char *name)
 {
 	int v = sim_efab_vertex(f, name);
-	char **n, *k;
+	char **n, *k, (*t)[16];
 	int *p;
 	double *c;
 
@@ -121,9 +127,13 @@ static int efab_add(struct efab *f, const char *name)
 	k = realloc(f->kind, (size_t)(f->nv + 1));
 	if (k)
 		f->kind = k;
-	if (!n || !p || !c || !k || !(f->name[f->nv] = strdup(name)))
+	t = realloc(f->tier, (size_t)(f->nv + 1) * sizeof(*t));
+	if (t)
+		f->tier = t;
+	if (!n || !p || !c || !k || !t || !(f->name[f->nv] = strdup(name)))
 		return -ENOMEM;
 	f->kind[f->nv] = 's';
+	f->tier[f->nv][0] = 0;
 	f->parent[f->nv] = -1;
 	f->cap[2 * f->nv] = f->cap[2 * f->nv + 1] = 0;
 	return f->nv++;
@@ -152,8 +162,8 @@ int sim_efab_build(const isle_topo *t, double scale, struct efab *f, char *err,
 		goto out;
 	}
 	while (fgets(line, sizeof(line), m)) {
-		char a[128], b[128];
-		double gbit;
+		char a[128], b[128], tier[16] = "";
+		double gbit, lat;
 		int va, vb;
 
 		if (sscanf(line, "node %127s", a) == 1) {
@@ -171,7 +181,8 @@ int sim_efab_build(const isle_topo *t, double scale, struct efab *f, char *err,
 							   : 's';
 			continue;
 		}
-		if (sscanf(line, "cable %127s %127s %lf", a, b, &gbit) != 3)
+		if (sscanf(line, "cable %127s %127s %lf %lf %15s", a, b, &gbit,
+			   &lat, tier) < 3)
 			continue;
 		if ((va = efab_add(f, a)) < 0 || (vb = efab_add(f, b)) < 0) {
 			rc = -ENOMEM;
@@ -180,6 +191,7 @@ int sim_efab_build(const isle_topo *t, double scale, struct efab *f, char *err,
 		if (f->parent[va] >= 0)
 			continue; /* the emulation keeps the first uplink */
 		f->parent[va] = vb;
+		snprintf(f->tier[va], sizeof(f->tier[va]), "%s", tier);
 		f->cap[2 * va] = f->cap[2 * va + 1] =
 		    gbit * 1e9 * scale / 8.0 * TCP_EFF;
 		rc = 0;
@@ -221,18 +233,52 @@ static int efab_route(const struct efab *f, int a, int b, struct sim_use *u,
 	return k;
 }
 
-/* Message hops of a phase that wait for one another: a ring allreduce
- * takes 2(n-1) steps, each pipeline micro-batch goes down the stages and
- * back. */
+int sim_fab_ceil_log2(int n)
+{
+	int k = 0;
+
+	while (k < 30 && (1 << k) < n)
+		k++;
+	return k;
+}
+
+void sim_fab_wire_bytes(const struct efab *f, const struct rflows *fl, int jid,
+			double *by)
+{
+	struct sim_use u[64];
+
+	for (int e = 0; e < fl->n; e++) {
+		int k;
+
+		if (fl->v[e].job != jid)
+			continue;
+		k = efab_route(f, fl->v[e].a, fl->v[e].b, u, 64);
+		for (int x = 0; x < k; x++)
+			by[u[x].link / 2] += fl->v[e].bytes / TCP_EFF;
+	}
+}
+
+/* Message hops of an allreduce over n ranks that wait for one another: a
+ * ring takes 2(n-1) steps, libnbc's binomial schedule ceil(log2 n) rounds
+ * up and as many down. */
+static int allreduce_hops(const struct rjob *j, int n)
+{
+	if (n < 2)
+		return 0;
+	return j->nbc ? 2 * sim_fab_ceil_log2(n) : 2 * (n - 1);
+}
+
+/* Message hops of a phase that wait for one another; each pipeline
+ * micro-batch goes down the stages and back. */
 static int phase_hops(const struct rjob *j, int phase)
 {
 	switch (phase) {
 	case SIM_PH_TP:
-		return j->tp > 1 ? 2 * (j->tp - 1) : 0;
+		return allreduce_hops(j, j->tp);
 	case SIM_PH_PP:
 		return j->pp > 1 ? 2 * MICRO * (j->pp - 1) : 0;
 	default:
-		return j->dp > 1 ? 2 * (j->dp - 1) : 0;
+		return allreduce_hops(j, j->dp);
 	}
 }
 
@@ -275,12 +321,63 @@ static void ring_list(struct rjob *j, int jid, const int *mem, int n, int phase,
 
 		if (j->node[r] != j->node[s])
 			add_flow(fl, (struct rflow){jid, phase, j->node[r],
-						    j->node[s], hop});
+						    j->node[s], hop, 0});
 		j->cpu_s[phase] = fmax(j->cpu_s[phase], w);
 	}
 }
 
-/* Ranks first, first + stride, ... (n of them), uncompressed. */
+/* One message of bytes from rank mem[s] to mem[d] in round q of a
+ * binomial allreduce: a flow between nodes; both ends' copies in cpu[]. */
+static void binom_msg(struct rjob *j, int jid, const int *mem, int s, int d,
+		      int phase, int q, double bytes, double *cpu,
+		      struct rflows *fl)
+{
+	int a = j->node[mem[s]], b = j->node[mem[d]];
+	double c = a != b ? C_TCP : C_SHM;
+
+	if (a != b)
+		add_flow(fl, (struct rflow){jid, phase, a, b, bytes, q});
+	cpu[s] += bytes * c / 2;
+	cpu[d] += bytes * c / 2;
+}
+
+/* libnbc's binomial allreduce (allred_sched_diss, root 0) of bytes over
+ * the ranks mem[0..n) in communicator order. Reduce, round r = 1..R
+ * (R = ceil(log2 n)): v with v mod 2^r = 2^(r-1) sends its partial sum
+ * to v - 2^(r-1), which adds it. Broadcast: v > 0 receives from
+ * v - 2^floor(log2 v); a rank sends to all its children at once as soon
+ * as it has the data, so a message from p is in round R + popcount(p)
+ * (rank 0's in the first). Every message is the whole buffer. */
+static void binom_list(struct rjob *j, int jid, const int *mem, int n,
+		       int phase, double bytes, struct rflows *fl)
+{
+	int maxr = sim_fab_ceil_log2(n);
+	double *cpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*cpu));
+
+	if (!cpu) {
+		fl->oom = 1;
+		return;
+	}
+	for (int r = 1; n > 1 && r <= maxr; r++)
+		for (int v = 1 << (r - 1); v < n; v += 1 << r) {
+			binom_msg(j, jid, mem, v, v - (1 << (r - 1)), phase,
+				  r - 1, bytes, cpu, fl);
+			cpu[v - (1 << (r - 1))] += bytes / 4.0 * C_SUM;
+		}
+	for (int v = 1; n > 1 && v < n; v++) {
+		int p = v - (1 << (sim_fab_ceil_log2(v + 1) - 1));
+
+		binom_msg(j, jid, mem, p, v, phase,
+			  maxr + __builtin_popcount((unsigned)p), bytes, cpu,
+			  fl);
+	}
+	for (int i = 0; i < n; i++)
+		j->cpu_s[phase] = fmax(j->cpu_s[phase], cpu[i]);
+	free(cpu);
+}
+
+/* Ranks first, first + stride, ... (n of them), uncompressed: a ring, or
+ * libnbc's binomial schedule where the job uses non-blocking calls. */
 static void ring_flows(struct rjob *j, int jid, int first, int stride, int n,
 		       int phase, double bytes, struct rflows *fl)
 {
@@ -292,7 +389,10 @@ static void ring_flows(struct rjob *j, int jid, int first, int stride, int n,
 	}
 	for (int i = 0; i < n; i++)
 		mem[i] = first + i * stride;
-	ring_list(j, jid, mem, n, phase, bytes, 1.0, fl);
+	if (j->nbc)
+		binom_list(j, jid, mem, n, phase, bytes, fl);
+	else
+		ring_list(j, jid, mem, n, phase, bytes, 1.0, fl);
 	free(mem);
 }
 
@@ -409,7 +509,7 @@ void sim_fab_job_flows(const struct efab *f, struct rjob *j, int jid,
 		if (j->node[r] != j->node[s]) {
 			add_flow(fl, (struct rflow){jid, SIM_PH_PP, j->node[r],
 						    j->node[s],
-						    2.0 * MICRO * pp_b});
+						    2.0 * MICRO * pp_b, 0});
 			j->cpu_s[SIM_PH_PP] = fmax(j->cpu_s[SIM_PH_PP],
 						   2.0 * MICRO * pp_b * C_TCP);
 		} else {
@@ -435,13 +535,15 @@ void sim_fab_job_flows(const struct efab *f, struct rjob *j, int jid,
 	}
 }
 
-/* Flow e shares the cables with job i's phase p: it is that phase's, or
- * another job's whose Slurm run interval overlaps job i's. */
-static int shares(const struct rjob *jobs, const struct rflow *e, int i, int p)
+/* Flow e shares the cables with round q of job i's phase p: it is that
+ * round's, or another job's whose Slurm run interval overlaps job i's. */
+static int shares(const struct rjob *jobs, const struct rflow *e, int i, int p,
+		  int q)
 {
 	const struct rjob *j = &jobs[i], *o = &jobs[e->job];
 
-	return e->job == i ? e->phase == p : o->t0 < j->t1 && j->t0 < o->t1;
+	return e->job == i ? e->phase == p && e->round == q
+			   : o->t0 < j->t1 && j->t0 < o->t1;
 }
 
 int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
@@ -461,30 +563,45 @@ int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* a phase's rounds one after the other, each the time of its
+	 * slowest flow */
 	for (int p = 0; p < SIM_NPHASES; p++) {
-		int k = 0, nu = 0;
+		int nq = 0;
 
-		for (int e = 0; e < fl->n; e++) {
-			if (!shares(jobs, &fl->v[e], i, p))
-				continue;
+		for (int e = 0; e < fl->n; e++)
+			if (fl->v[e].job == i && fl->v[e].phase == p)
+				nq = fl->v[e].round + 1 > nq
+					 ? fl->v[e].round + 1
+					 : nq;
+		for (int q = 0; q < nq; q++) {
+			int k = 0, nu = 0;
+			double slowest = 0;
+
+			for (int e = 0; e < fl->n; e++) {
+				if (!shares(jobs, &fl->v[e], i, p, q))
+					continue;
+				off[k] = nu;
+				nu += efab_route(f, fl->v[e].a, fl->v[e].b,
+						 use + nu, 2 * f->nv);
+				off[++k] = nu;
+			}
 			off[k] = nu;
-			nu += efab_route(f, fl->v[e].a, fl->v[e].b, use + nu,
-					 2 * f->nv);
-			off[++k] = nu;
-		}
-		off[k] = nu;
-		rc = sim_maxmin(2 * f->nv, f->cap, k, off, use, rate);
-		if (rc)
-			goto out;
-		k = 0;
-		for (int e = 0; e < fl->n; e++) {
-			int mine = fl->v[e].job == i && fl->v[e].phase == p;
+			rc = sim_maxmin(2 * f->nv, f->cap, k, off, use, rate);
+			if (rc)
+				goto out;
+			k = 0;
+			for (int e = 0; e < fl->n; e++) {
+				int mine =
+				    fl->v[e].job == i && fl->v[e].phase == p;
 
-			if (!shares(jobs, &fl->v[e], i, p))
-				continue;
-			if (mine && isfinite(rate[k]) && rate[k] > 0)
-				fab[p] = fmax(fab[p], fl->v[e].bytes / rate[k]);
-			k++;
+				if (!shares(jobs, &fl->v[e], i, p, q))
+					continue;
+				if (mine && isfinite(rate[k]) && rate[k] > 0)
+					slowest = fmax(slowest, fl->v[e].bytes /
+								    rate[k]);
+				k++;
+			}
+			fab[p] += slowest;
 		}
 	}
 	/* processor sharing: every rank of the runs' jobs that are up at the

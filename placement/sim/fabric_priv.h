@@ -27,7 +27,8 @@ struct efab {
 	char **name;
 	int *parent;
 	double *cap;
-	char *kind; /* 'n' node, 'd' NVLink domain, 'l' leaf, 's' above */
+	char *kind;	  /* 'n' node, 'd' NVLink domain, 'l' leaf, 's' above */
+	char (*tier)[16]; /* the tier of v's uplink, as the plan names it */
 };
 
 /* The cable tree of `islectl emit fabric`'s plan of t, each cable at its
@@ -43,6 +44,7 @@ struct rflow {
 	int job, phase;
 	int a, b; /* fabric vertices of the two nodes */
 	double bytes;
+	int round; /* a phase's rounds run one after the other */
 };
 
 /* The flows of the jobs of one run, and room for solving them. */
@@ -64,6 +66,7 @@ struct slev {
 struct rjob {
 	const struct fprofile *pr; /* its model */
 	int train, tp, pp, dp, nranks, gpn, nrec, nph;
+	int nbc;   /* non-blocking calls (fabric_job --poll-us): libnbc */
 	int nslev; /* the shim's levels, 0: plain MPI */
 	struct slev slev[MAX_SLEV];
 	double pass_max;	     /* bytes the shim leaves to MPI */
@@ -78,6 +81,15 @@ struct rjob {
 	int *node;		     /* per rank: fabric vertex */
 	double measured_sum;
 };
+
+/* Adds to by[v] the bytes that fl's flows of job jid carry over v's
+ * uplink per step (both directions), TCP/IP/Ethernet framing included:
+ * what the kernel's counters of the emulated cables count. */
+void sim_fab_wire_bytes(const struct efab *f, const struct rflows *fl, int jid,
+			double *by);
+
+/* ceil(log2 n), 0 for n <= 1. */
+int sim_fab_ceil_log2(int n);
 
 /* The job's compute and fill-and-check CPU time at the run's scale. */
 void sim_fab_job_costs(struct rjob *j, double scale);

@@ -10,9 +10,14 @@
  * result file into it and reports the mean prediction over the same step
  * records the benchmark averaged (step_ms_mean) next to the measurement.
  *
+ * The ranks used non-blocking calls (MPI_Iallreduce, Open MPI's libnbc)
+ * where the file's poll_us is above 0; a file without it is from run.sh's
+ * default, 1000 us.
+ *
  * The host latency of one message hop comes from the job's own probe, not
  * from its steps: fabric_job times one 4-byte allreduce over all its ranks
- * after a barrier at every step (recursive doubling, ceil(log2 n) hops);
+ * after a barrier at every step (in place: libnbc's binomial schedule,
+ * 2 ceil(log2 n) hops; blocking: recursive doubling, ceil(log2 n) hops);
  * the median of the fastest rank's time over the steps, divided by its
  * hops, is the latency of one hop under the load of the run. Runs without
  * the probe get none. With the probe the report also puts each phase's
@@ -34,8 +39,7 @@ static void probe_parse(struct rjob *j, json_object *rows)
 	int n = (int)json_object_array_length(rows), hops = 0, m = 0;
 	double *lat = malloc(((size_t)n + 1) * sizeof(*lat));
 
-	for (int x = 1; x < j->nranks; x <<= 1)
-		hops++;
+	hops = sim_fab_ceil_log2(j->nranks) * (j->nbc ? 2 : 1);
 	for (int k = 0; lat && k < n; k++) {
 		json_object *row = json_object_array_get_idx(rows, k);
 
@@ -100,13 +104,14 @@ static void shim_parse(struct rjob *j, json_object *lines)
 }
 
 static int job_parse(json_object *o, const struct efab *f, double scale,
-		     struct rjob *j, char *err, size_t errlen)
+		     int nbc, struct rjob *j, char *err, size_t errlen)
 {
 	json_object *v, *hosts, *ms;
 	const char *model;
 	int nh;
 
 	memset(j, 0, sizeof(*j));
+	j->nbc = nbc;
 	if (!json_object_object_get_ex(o, "kind", &v))
 		goto bad;
 	j->train = !strcmp(json_object_get_string(v), "train");
@@ -184,8 +189,12 @@ struct rmean {
 	int ph_recs;
 };
 
+/* wire[v] gets the model's bytes over v's uplink in the whole run: every
+ * training job's flows per step times its steps (the records and step 0,
+ * which run.sh leaves out). */
 static int replay_run(const struct efab *f, json_object *run, double scale,
-		      struct rmean *res, char *err, size_t errlen)
+		      int nbc, struct rmean *res, double *wire, char *err,
+		      size_t errlen)
 {
 	json_object *jl;
 	struct rjob *jobs = NULL;
@@ -212,7 +221,7 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 	for (int i = 0; i < nj; i++) {
 		json_object *o = json_object_array_get_idx(jl, i);
 
-		rc = job_parse(o, f, scale, &jobs[i], err, errlen);
+		rc = job_parse(o, f, scale, nbc, &jobs[i], err, errlen);
 		if (rc)
 			goto out;
 		if (jobs[i].train)
@@ -227,6 +236,18 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 		struct fab_step st;
 		int n = j->nrec;
 
+		if (j->train) {
+			double *by = calloc((size_t)f->nv + 1, sizeof(*by));
+
+			if (!by) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			sim_fab_wire_bytes(f, &fl, i, by);
+			for (int v = 0; v < f->nv; v++)
+				wire[v] += by[v] * (j->nrec + 1);
+			free(by);
+		}
 		if (!j->train || !j->nrec)
 			continue;
 		rc = sim_fab_step(f, jobs, nj, &fl, i, cores, &st);
@@ -273,12 +294,26 @@ out:
 	return rc;
 }
 
+/* The t-th distinct tier name of f's cables, in vertex order, or NULL. */
+static const char *wb_tier(const struct efab *f, int t)
+{
+	for (int v = 0; v < f->nv; v++) {
+		int first = f->tier[v][0] != 0;
+
+		for (int u = 0; first && u < v; u++)
+			first = strcmp(f->tier[u], f->tier[v]) != 0;
+		if (first && !t--)
+			return f->tier[v];
+	}
+	return NULL;
+}
+
 int sim_fabric_replay(const char *path, const char *shape_dir,
 		      double max_err_pct, FILE *out)
 {
 	json_object *root = json_object_from_file(path), *shapes, *v;
 	double scale;
-	int rc = 0, over = 0, n = 0, nph = 0;
+	int rc = 0, over = 0, n = 0, nph = 0, nbc = 1;
 	char err[256] = "";
 	/* names point into root, which lives to the end */
 	struct {
@@ -286,6 +321,15 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 		struct rmean m;
 		int runs;
 	} phs[64];
+	/* per configuration: wire bytes by tier, measured (link_bytes_by_tier)
+	 * and the model's, MB per run */
+	struct {
+		const char *shape, *cfg;
+		char tier[4][16];
+		double meas[4], model[4];
+		int nt, runs;
+	} wb[64];
+	int nwb = 0;
 
 	if (!root) {
 		fprintf(stderr, "islesim: %s: %s\n", path,
@@ -299,6 +343,8 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 		rc = -EINVAL;
 		goto out;
 	}
+	if (json_object_object_get_ex(root, "poll_us", &v))
+		nbc = json_object_get_int(v) > 0;
 	fprintf(out, "%-12s %-14s %5s %9s %9s %7s %8s %8s %7s %6s\n", "shape",
 		"config", "runs", "meas_ms", "pred_ms", "err%", "fab_ms",
 		"host_ms", "lat_ms", "idle%");
@@ -330,8 +376,9 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 			json_object *ri = json_object_array_get_idx(res, i);
 			const char *cfg;
 			struct rmean sum = {0};
-			double idle = 0, e;
-			int runs = 0, seen = 0;
+			double idle = 0, e, *wire;
+			double wmeas[4] = {0};
+			int runs = 0, seen = 0, wruns = 0;
 
 			json_object_object_get_ex(ri, "config", &v);
 			cfg = json_object_get_string(v);
@@ -345,6 +392,12 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 			}
 			if (seen)
 				continue;
+			wire = calloc((size_t)f.nv + 1, sizeof(*wire));
+			if (!wire) {
+				rc = -ENOMEM;
+				sim_efab_free(&f);
+				goto out;
+			}
 			for (size_t k = i; k < json_object_array_length(res);
 			     k++) {
 				json_object *rk = json_object_array_get_idx(res,
@@ -355,16 +408,34 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 				json_object_object_get_ex(rk, "config", &c);
 				if (strcmp(json_object_get_string(c), cfg))
 					continue;
-				rc = replay_run(&f, rk, scale, &r, err,
-						sizeof(err));
+				rc = replay_run(&f, rk, scale, nbc, &r, wire,
+						err, sizeof(err));
 				if (rc == -ENODATA)
 					continue;
 				if (rc) {
 					fprintf(stderr,
 						"islesim: %s %s %s: %s\n", path,
 						name, cfg, err);
+					free(wire);
 					sim_efab_free(&f);
 					goto out;
+				}
+				if (json_object_object_get_ex(
+					rk, "link_bytes_by_tier", &c)) {
+					for (int t = 0; t < 4; t++) {
+						json_object *b;
+						const char *tn =
+						    nwb < 64 ? wb_tier(&f, t)
+							     : NULL;
+
+						if (tn &&
+						    json_object_object_get_ex(
+							c, tn, &b))
+							wmeas[t] +=
+							    json_object_get_double(
+								b);
+					}
+					wruns++;
 				}
 				if (json_object_object_get_ex(
 					rk, "cpu_idle_pct", &c))
@@ -384,6 +455,27 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 				sum.comp_meas += r.comp_meas;
 				runs++;
 			}
+			if (runs && wruns == runs && nwb < 64) {
+				wb[nwb].shape = name;
+				wb[nwb].cfg = cfg;
+				wb[nwb].runs = runs;
+				wb[nwb].nt = 0;
+				for (int t = 0; t < 4 && wb_tier(&f, t); t++) {
+					snprintf(wb[nwb].tier[t], 16, "%s",
+						 wb_tier(&f, t));
+					wb[nwb].meas[t] = wmeas[t] / runs / 1e6;
+					wb[nwb].model[t] = 0;
+					for (int v = 0; v < f.nv; v++)
+						if (!strcmp(f.tier[v],
+							    wb_tier(&f, t)))
+							wb[nwb].model[t] +=
+							    wire[v] / runs /
+							    1e6;
+					wb[nwb].nt = t + 1;
+				}
+				nwb++;
+			}
+			free(wire);
 			if (!runs)
 				continue;
 			e = 100.0 * (sum.pred - sum.meas) / sum.meas;
@@ -423,6 +515,20 @@ int sim_fabric_replay(const char *path, const char *shape_dir,
 			fprintf(out, " %8.1f/%-8.1f",
 				phs[k].m.ph_meas[p] / phs[k].runs,
 				phs[k].m.ph_pred[p] / phs[k].runs);
+		fputc('\n', out);
+	}
+	/* the bytes term alone: what the kernel counted on the cables */
+	if (nwb)
+		fprintf(out,
+			"\nwire bytes per run by cable tier, MB "
+			"(measured/model; the model: training jobs' flows, "
+			"all steps):\n");
+	for (int k = 0; k < nwb; k++) {
+		fprintf(out, "%-12s %-14s %5d", wb[k].shape, wb[k].cfg,
+			wb[k].runs);
+		for (int t = 0; t < wb[k].nt; t++)
+			fprintf(out, "  %s %.1f/%.1f", wb[k].tier[t],
+				wb[k].meas[t], wb[k].model[t]);
 		fputc('\n', out);
 	}
 	rc = 0;

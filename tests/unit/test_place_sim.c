@@ -841,7 +841,8 @@ static void test_job_rings(void **state)
 }
 
 /*
- * --replay-fabric on a hand-made result file (leafspine-16 at scale 1e-3:
+ * --replay-fabric on a hand-made result file of blocking MPI calls
+ * (poll_us 0: rings; leafspine-16 at scale 1e-3:
  * node cables 800 Gbit/s -> 100 MB/s, leaf uplinks 1600 -> 200 MB/s). A
  * 7b job on 2 nodes as tp 2 x dp 4 runs 2 DP rings (one per TP index),
  * each crossing between the nodes once each way with 2(n-1)/n of the
@@ -879,10 +880,10 @@ static void replay_case(const char *jobs, double want_fab_ms,
 	FILE *out;
 
 	assert_true(snprintf(json, sizeof(json),
-			     "{\"scale\": 0.001, \"shapes\": [{\"shape\": "
-			     "\"leafspine-16\", \"results\": [{\"config\": "
-			     "\"tree\", \"seed\": 1, \"cpu_idle_pct\": 50, "
-			     "\"job_list\": [%s]}]}]}",
+			     "{\"scale\": 0.001, \"poll_us\": 0, \"shapes\": "
+			     "[{\"shape\": \"leafspine-16\", \"results\": "
+			     "[{\"config\": \"tree\", \"seed\": 1, "
+			     "\"cpu_idle_pct\": 50, \"job_list\": [%s]}]}]}",
 			     jobs) < (int)sizeof(json));
 	assert_int_equal(replay_json(json, &out), 0);
 	while (fgets(line, sizeof(line), out)) {
@@ -1034,6 +1035,80 @@ static void test_collide_sharing(void **state)
 	assert_true(fabs(isle / avoid / want - 1) <= 0.15);
 }
 
+/*
+ * Open MPI 4.1's libnbc runs an in-place MPI_Iallreduce (fabric_job
+ * --poll-us) as its binomial schedule whatever the size
+ * (nbc_iallreduce.c): whole-buffer messages, a reduce to rank 0 in
+ * ceil(log2 n) rounds, then a broadcast. A 7b job as tp 1 x dp 6 on
+ * ls01..ls03 (2 ranks each, one leaf; node cables 100 MB/s at scale
+ * 1e-3), gradient 14 MB. Reduce: 1->0, 3->2, 5->4 in their nodes, then
+ * 2->0 (ls02 -> ls01), then 4->0 (ls03 -> ls01): 140 ms each. Broadcast:
+ * rank 0 sends to 2 and 4, then rank 1 to 3 and 5, all from ls01: two
+ * flows on its cable each time, 280 ms each: 840 ms in all, where rings
+ * take 2 x 5/6 x 14 MB / 100 MB/s = 233 ms. On the cables the schedule
+ * puts 6 messages of 14 MB between nodes per step (the ring 3 hops of
+ * 23.3 MB), each over 2 node cables: 168 MB per step, 3 steps. The
+ * probe's 4-byte allreduce over 6 ranks takes 2 x 3 hops (rings'
+ * recursive doubling 3), as many as the DP phase (a ring 10).
+ */
+static void binom_case(int poll_us, double want_fab_ms, double want_lat_ms,
+		       double want_wire_mb)
+{
+	char json[4096], line[512];
+	int found = 0, wired = 0;
+	FILE *out;
+
+	assert_true(
+	    snprintf(json, sizeof(json),
+		     "{\"scale\": 0.001, \"poll_us\": %d, \"shapes\": "
+		     "[{\"shape\": \"leafspine-16\", \"results\": "
+		     "[{\"config\": \"tree\", \"seed\": 1, "
+		     "\"link_bytes_by_tier\": {\"leaf\": 5e8}, "
+		     "\"job_list\": [{\"kind\": \"train\", \"model\": "
+		     "\"7b\", \"gpus\": 2, \"tp\": 1, \"pp\": 1, "
+		     "\"start\": 0, \"end\": 10, \"hosts\": [\"ls01\", "
+		     "\"ls02\", \"ls03\"], \"ms\": [500, 500], "
+		     "\"phase_ms\": [[215, 0, 0, 900, 300, 900], [215, 0, 0, "
+		     "900, 600, 900], [215, 0, 0, 900, 450, 900]]}]}]}]}",
+		     poll_us) < (int)sizeof(json));
+	assert_int_equal(replay_json(json, &out), 0);
+	while (fgets(line, sizeof(line), out)) {
+		char shape[64], cfg[64];
+		int runs;
+		double meas, pred, err, fab, host, lat, idle, wm, wp;
+
+		if (strstr(line, " leaf ") &&
+		    sscanf(strstr(line, " leaf "), " leaf %lf/%lf", &wm, &wp) ==
+			2) {
+			wired++;
+			assert_true(fabs(wm - 500.0) < 1e-6);
+			assert_true(
+			    fabs(wp - want_wire_mb / (8934.0 / 9014.0)) < 0.1);
+			continue;
+		}
+		if (sscanf(line, "%63s %63s %d %lf %lf %lf %lf %lf %lf %lf",
+			   shape, cfg, &runs, &meas, &pred, &err, &fab, &host,
+			   &lat, &idle) != 10)
+			continue;
+		found++;
+		assert_true(fabs(fab - want_fab_ms / (8934.0 / 9014.0)) < 0.5);
+		/* the table prints 0.1 ms */
+		assert_true(fabs(lat - want_lat_ms) <= 0.051);
+	}
+	fclose(out);
+	assert_int_equal(found, 1);
+	assert_int_equal(wired, 1);
+}
+
+static void test_fabric_binomial(void **state)
+{
+	/* median probe 450 us: 75 us per binomial hop, 6 in the DP phase */
+	binom_case(1000, 840.0, 0.45, 3 * 6 * 14.0 * 2);
+	/* blocking calls: rings; 150 us per hop, 10 ring steps */
+	binom_case(0, 2 * 5.0 / 6 * 14e6 / 100e6 * 1e3, 1.5,
+		   3 * 3 * (2 * 5.0 / 6 * 14.0) * 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1054,6 +1129,7 @@ int main(void)
 	    cmocka_unit_test(test_job_rings),
 	    cmocka_unit_test(test_fabric_replay),
 	    cmocka_unit_test(test_collide_sharing),
+	    cmocka_unit_test(test_fabric_binomial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
