@@ -24,8 +24,9 @@
  * other. With the shim (the job's `isle_comm:` lines give the levels and
  * codecs of its DP communicators and the size it leaves to MPI), a DP
  * allreduce above that size is the shim's hierarchy: rings per level
- * among the ranks that share the level's scope, on shares of the buffer,
- * at the codec's wire size, all levels at once. Flows of a job's phase
+ * among the ranks that share the level's scope, on shares of the buffer
+ * (1 / the level's smallest group, as comm.c shards it), at the codec's
+ * wire size, all levels at once. Flows of a job's phase
  * share the cables by max-min fairness (netsim.c's sim_maxmin) with every
  * flow of the jobs whose Slurm run interval overlaps it, as the flow model
  * of islesim does at scale.
@@ -298,30 +299,39 @@ static void add_flow(struct rflows *fl, struct rflow f)
 	fl->v[fl->n++] = f;
 }
 
-/* Ring allreduce of bytes (fp32) over the ranks mem[0..n), ratio the
- * codec's wire bytes per byte: one flow per hop between nodes; host CPU
- * of the whole ring. */
-static void ring_list(struct rjob *j, int jid, const int *mem, int n, int phase,
-		      double bytes, double ratio, struct rflows *fl)
+/* Ring allreduce of bytes (fp32) over the ranks mem[0..n) in nsh shards
+ * (coll.c's ring_rs and ring_ag; nsh < n where the shim's groups differ in
+ * size: positions nsh.. own empty shards), ratio the codec's wire bytes per
+ * byte: one flow per hop between nodes; host CPU of the whole ring. Shard q
+ * goes round the ring from q + 1 to q in the reduce-scatter and from q to
+ * q - 1 in the allgather, so hop i -> i + 1 carries every shard but shard
+ * i in the first and but shard i + 1 in the second: 2(n-1)/n of the
+ * buffer each where nsh = n. */
+static void ring_list(struct rjob *j, int jid, const int *mem, int n, int nsh,
+		      int phase, double bytes, double ratio, struct rflows *fl)
 {
-	double hop = bytes * 2.0 * (n - 1) / n * ratio;
+	double sh = bytes / nsh;
 
 	if (n < 2)
 		return;
 	for (int i = 0; i < n; i++) {
 		int r = mem[i], s = mem[(i + 1) % n], q = mem[(i + n - 1) % n];
+		int prev = (i + n - 1) % n;
+		double out =
+		    (2 * nsh - (i < nsh) - ((i + 1) % n < nsh)) * sh * ratio;
+		double in = (2 * nsh - (prev < nsh) - (i < nsh)) * sh * ratio;
 		/* half the copies of a hop at each end */
 		double c_out = j->node[r] != j->node[s] ? C_TCP : C_SHM;
 		double c_in = j->node[q] != j->node[r] ? C_TCP : C_SHM;
-		/* the reduce-scatter half sums (n-1)/n of the floats (or
+		/* the reduce-scatter sums the shards that come in (or
 		 * encodes and decodes them) */
-		double w =
-		    hop * (c_out + c_in) / 2 +
-		    bytes / 4.0 * (n - 1) / n * (ratio < 1 ? C_CODEC : C_SUM);
+		double w = (out * c_out + in * c_in) / 2 +
+			   (nsh - (prev < nsh)) * sh / 4.0 *
+			       (ratio < 1 ? C_CODEC : C_SUM);
 
-		if (j->node[r] != j->node[s])
+		if (j->node[r] != j->node[s] && out > 0)
 			add_flow(fl, (struct rflow){jid, phase, j->node[r],
-						    j->node[s], hop, 0});
+						    j->node[s], out, 0});
 		j->cpu_s[phase] = fmax(j->cpu_s[phase], w);
 	}
 }
@@ -392,7 +402,7 @@ static void ring_flows(struct rjob *j, int jid, int first, int stride, int n,
 	if (j->nbc)
 		binom_list(j, jid, mem, n, phase, bytes, fl);
 	else
-		ring_list(j, jid, mem, n, phase, bytes, 1.0, fl);
+		ring_list(j, jid, mem, n, n, phase, bytes, 1.0, fl);
 	free(mem);
 }
 
@@ -418,51 +428,86 @@ static int scope_key(const struct efab *f, const struct rjob *j, int r,
 	}
 }
 
-struct fring {
-	const struct efab *f;
-	struct rjob *j;
-	int jid;
-	const int *mem;
-	int *tmp;
-	struct rflows *fl;
-};
-
-static void fring_cb(void *ctx, const int *grp, int g, double bytes,
-		     double ratio)
-{
-	struct fring *r = ctx;
-
-	for (int i = 0; i < g; i++)
-		r->tmp[i] = r->mem[grp[i]];
-	ring_list(r->j, r->jid, r->tmp, g, SIM_PH_DP, bytes, ratio, r->fl);
-}
-
-/* The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
- * communicator order) at the job's printed levels: shim_model.c's
- * hierarchy, each group's ring on the emulated fabric. */
+/*
+ * The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
+ * communicator order) at the job's printed levels, as comm.c's
+ * isle__build_groups and coll.c's hier() run it: at level l the active
+ * members with the same scope and the same positions below form a group
+ * (members in order); the level has nshards = its smallest group's size,
+ * job-wide; every group splits its share into nshards shards, and only
+ * positions below nshards go on to the levels above, with a share of
+ * 1 / nshards. With groups of unequal size (leaf groups 1..3) a group of
+ * 3 moves its whole share round its ring and one member carries all of
+ * it up, where groups of equal size give each member 1 / size.
+ */
 static void shim_flows(const struct efab *f, struct rjob *j, int jid,
 		       const int *mem, int n, double bytes, struct rflows *fl)
 {
-	struct sim_shim_level lv[MAX_SLEV];
-	int *keys = malloc(((size_t)n * j->nslev + 1) * sizeof(int));
-	int *tmp = malloc(((size_t)n + 1) * sizeof(int));
-	struct fring ctx = {f, j, jid, mem, tmp, fl};
+	int *key = malloc(((size_t)n * 4 + 1) * sizeof(int));
+	int *idx = key + n, *act = key + 2 * n, *tmp = key + 3 * n;
+	int **below = calloc((size_t)j->nslev + 1, sizeof(*below));
+	double share = bytes;
 
-	if (!keys || !tmp) {
+	if (!key || !below) {
 		fl->oom = 1;
 		goto out;
 	}
+	for (int i = 0; i < n; i++)
+		act[i] = 1;
 	for (int l = 0; l < j->nslev; l++) {
-		for (int i = 0; i < n; i++)
-			keys[l * n + i] =
-			    scope_key(f, j, mem[i], j->slev[l].scope);
-		lv[l] = (struct sim_shim_level){keys + l * n, j->slev[l].ratio};
+		int nsh = n;
+
+		if (!(below[l] = malloc((size_t)n * sizeof(int)))) {
+			fl->oom = 1;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			key[i] = scope_key(f, j, mem[i], j->slev[l].scope);
+			idx[i] = -1;
+		}
+		/* groups: idx[] the position, nsh the smallest size */
+		for (int i = 0; i < n; i++) {
+			int g = 0;
+
+			if (!act[i] || idx[i] >= 0)
+				continue;
+			for (int k = i; k < n; k++) {
+				int same = act[k] && key[k] == key[i];
+
+				for (int m = 0; same && m < l; m++)
+					same = below[m][k] == below[m][i];
+				if (same)
+					idx[k] = g++;
+			}
+			nsh = g < nsh ? g : nsh;
+		}
+		for (int i = 0; i < n; i++) {
+			int g = 0;
+
+			if (!act[i] || idx[i] != 0)
+				continue;
+			for (int k = i; k < n; k++) {
+				int same = act[k] && key[k] == key[i];
+
+				for (int m = 0; same && m < l; m++)
+					same = below[m][k] == below[m][i];
+				if (same)
+					tmp[g++] = mem[k];
+			}
+			ring_list(j, jid, tmp, g, nsh, SIM_PH_DP, share,
+				  j->slev[l].ratio, fl);
+		}
+		for (int i = 0; i < n; i++) {
+			below[l][i] = idx[i];
+			act[i] = act[i] && idx[i] < nsh;
+		}
+		share /= nsh;
 	}
-	if (sim_shim_hier(n, lv, j->nslev, bytes, fring_cb, &ctx))
-		fl->oom = 1;
 out:
-	free(keys);
-	free(tmp);
+	for (int l = 0; below && l < j->nslev; l++)
+		free(below[l]);
+	free(below);
+	free(key);
 }
 
 void sim_fab_job_costs(struct rjob *j, double scale)

@@ -1109,6 +1109,58 @@ static void test_fabric_binomial(void **state)
 		   3 * 3 * (2 * 5.0 / 6 * 14.0) * 2);
 }
 
+/*
+ * The shim's groups of unequal size (comm.c isle__build_groups, coll.c
+ * hier): a 7b job as tp 1 x dp 4 on ls02..ls04 (leaf0) and ls05 (leaf1),
+ * one rank each, levels leaf (groups 1..3) then job, no codec; gradient
+ * 14 MB at scale 1e-3. The leaf level has nshards = 1 (its smallest
+ * group): {ls02, ls03, ls04} rings the whole 14 MB as one shard, hops
+ * 02->03 14 MB (allgather only), 03->04 28 MB, 04->02 14 MB (reduce-
+ * scatter only); only position 0 goes up, so the job level pairs ls02
+ * with ls05 on the whole 14 MB in 2 shards: 14 MB each way, over both
+ * leaf uplinks (spine tier) and both node cables. Per step: spine 2 x 14
+ * x 2 = 56 MB; leaf (node cables) 56 x 2 + 56 = 168 MB; 3 steps.
+ */
+static void test_fabric_shim_uneven(void **state)
+{
+	FILE *out;
+	char line[512];
+	int wired = 0;
+
+	assert_int_equal(
+	    replay_json(
+		"{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+		"\"leafspine-16\", \"results\": [{\"config\": \"isle-shim\", "
+		"\"seed\": 1, \"link_bytes_by_tier\": {\"leaf\": 5e8, "
+		"\"spine\": 2e8}, \"job_list\": [{\"kind\": \"train\", "
+		"\"model\": \"7b\", \"gpus\": 1, \"tp\": 1, \"pp\": 1, "
+		"\"start\": 0, \"end\": 10, \"hosts\": [\"ls02\", "
+		"\"ls03\", \"ls04\", \"ls05\"], \"ms\": [500, 500], "
+		"\"shim\": [\"isle_comm: 4 ranks, plan /p.json, codecs cpu: "
+		"leaf[leaf groups 1..3, 25 GB/s, 3 us, none] spine[job groups "
+		"2..2, 12.5 GB/s, 5 us, none], async helper, Open MPI "
+		"backend\"]}]}]}]}",
+		&out),
+	    0);
+	while (fgets(line, sizeof(line), out)) {
+		double sm, sp, lm, lp;
+
+		if (!strstr(line, " spine ") || !strstr(line, " leaf "))
+			continue;
+		assert_int_equal(
+		    sscanf(strstr(line, " spine "), " spine %lf/%lf", &sm, &sp),
+		    2);
+		assert_int_equal(
+		    sscanf(strstr(line, " leaf "), " leaf %lf/%lf", &lm, &lp),
+		    2);
+		wired++;
+		assert_true(fabs(sp - 3 * 56.0 / (8934.0 / 9014.0)) < 0.1);
+		assert_true(fabs(lp - 3 * 168.0 / (8934.0 / 9014.0)) < 0.1);
+	}
+	fclose(out);
+	assert_int_equal(wired, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1130,6 +1182,7 @@ int main(void)
 	    cmocka_unit_test(test_fabric_replay),
 	    cmocka_unit_test(test_collide_sharing),
 	    cmocka_unit_test(test_fabric_binomial),
+	    cmocka_unit_test(test_fabric_shim_uneven),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
