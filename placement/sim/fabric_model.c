@@ -89,8 +89,13 @@ const struct fprofile *sim_fab_profile(const char *name)
 
 void sim_efab_free(struct efab *f)
 {
-	for (int i = 0; i < f->nv; i++)
+	for (int i = 0; i < f->nv; i++) {
 		free(f->name[i]);
+		if (f->isl)
+			free(f->isl[i]);
+	}
+	free(f->isl);
+	free(f->ngpu);
 	free(f->name);
 	free(f->parent);
 	free(f->cap);
@@ -200,6 +205,27 @@ int sim_efab_build(const isle_topo *t, double scale, struct efab *f, char *err,
 	fclose(m);
 	if (rc > 0)
 		rc = 0;
+	/* the NVLink islands inside each node, for the shim's island level */
+	f->isl = calloc((size_t)f->nv + 1, sizeof(*f->isl));
+	f->ngpu = calloc((size_t)f->nv + 1, sizeof(*f->ngpu));
+	if (!rc && (!f->isl || !f->ngpu))
+		rc = -ENOMEM;
+	for (int v = 0; !rc && v < f->nv; v++) {
+		int n =
+		    f->kind[v] == 'n' ? isle_topo_find_node(t, f->name[v]) : -1;
+
+		if (n < 0)
+			continue;
+		f->isl[v] =
+		    malloc(((size_t)t->nodes[n].ngpus + 1) * sizeof(int));
+		if (!f->isl[v]) {
+			rc = -ENOMEM;
+			break;
+		}
+		f->ngpu[v] = t->nodes[n].ngpus;
+		for (int k = 0; k < f->ngpu[v]; k++)
+			f->isl[v][k] = t->nodes[n].gpus[k].island;
+	}
 out:
 	free(buf);
 	return rc;
@@ -413,10 +439,14 @@ static int scope_key(const struct efab *f, const struct rjob *j, int r,
 	int v = j->node[r];
 
 	switch (scope) {
-	case 'i': /* an NVLink domain across nodes, else inside the node */
-		return f->parent[v] >= 0 && f->kind[f->parent[v]] == 'd'
-			   ? f->parent[v]
-			   : v;
+	case 'i': /* an NVLink domain across nodes, else the island of the
+		   * rank's GPU in its node: local rank k on GPU k (the
+		   * result file records no GPU indices) */
+		if (f->parent[v] >= 0 && f->kind[f->parent[v]] == 'd')
+			return f->parent[v];
+		if (r % j->gpn < f->ngpu[v])
+			return f->nv + f->isl[v][r % j->gpn];
+		return v;
 	case 'n':
 		return v;
 	case 'l':

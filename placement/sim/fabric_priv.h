@@ -29,6 +29,8 @@ struct efab {
 	double *cap;
 	char *kind;	  /* 'n' node, 'd' NVLink domain, 'l' leaf, 's' above */
 	char (*tier)[16]; /* the tier of v's uplink, as the plan names it */
+	/* node v's GPU k is in NVLink island isl[v][k] (k < ngpu[v]) */
+	int **isl, *ngpu;
 };
 
 /* The cable tree of `islectl emit fabric`'s plan of t, each cable at its

@@ -1161,6 +1161,50 @@ static void test_fabric_shim_uneven(void **state)
 	assert_int_equal(wired, 1);
 }
 
+/*
+ * The shim's island level inside a node of several NVLink islands: a 7b
+ * job as tp 2 x dp 4 on ls01 and ls02 (4 GPUs each, two NVLink pairs),
+ * gradient 7 MB at scale 1e-3. DP ranks 0 and 2 of a node sit on GPUs 0
+ * and 2, in different pairs: island groups of 1, so the leaf level is a
+ * ring of 4 (ls01, ls01, ls02, ls02) on the whole 7 MB: hops of 2 x 3/4
+ * x 7 = 10.5 MB, two of them between the nodes, over 2 node cables, for
+ * each of the 2 DP groups: 84 MB per step, 3 steps (a node-wide island
+ * level would pair them in the node and send 56).
+ */
+static void test_fabric_shim_islands(void **state)
+{
+	FILE *out;
+	char line[512];
+	int wired = 0;
+
+	assert_int_equal(
+	    replay_json(
+		"{\"scale\": 0.001, \"shapes\": [{\"shape\": "
+		"\"leafspine-16\", \"results\": [{\"config\": \"isle-shim\", "
+		"\"seed\": 1, \"link_bytes_by_tier\": {\"leaf\": 5e8}, "
+		"\"job_list\": [{\"kind\": \"train\", \"model\": \"7b\", "
+		"\"gpus\": 4, \"tp\": 2, \"pp\": 1, \"start\": 0, "
+		"\"end\": 10, \"hosts\": [\"ls01\", \"ls02\"], \"ms\": "
+		"[500, 500], \"shim\": [\"isle_comm: 4 ranks, plan /p.json, "
+		"codecs cpu: nvlink[island groups 1..1, 100 GB/s, 1 us, none] "
+		"leaf[leaf groups 4..4, 25 GB/s, 3 us, none], async helper, "
+		"Open MPI backend\"]}]}]}]}",
+		&out),
+	    0);
+	while (fgets(line, sizeof(line), out)) {
+		double lm, lp;
+
+		if (!strstr(line, " leaf ") ||
+		    sscanf(strstr(line, " leaf "), " leaf %lf/%lf", &lm, &lp) !=
+			2)
+			continue;
+		wired++;
+		assert_true(fabs(lp - 3 * 84.0 / (8934.0 / 9014.0)) < 0.1);
+	}
+	fclose(out);
+	assert_int_equal(wired, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1183,6 +1227,7 @@ int main(void)
 	    cmocka_unit_test(test_collide_sharing),
 	    cmocka_unit_test(test_fabric_binomial),
 	    cmocka_unit_test(test_fabric_shim_uneven),
+	    cmocka_unit_test(test_fabric_shim_islands),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
