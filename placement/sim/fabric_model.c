@@ -458,6 +458,19 @@ static int scope_key(const struct efab *f, const struct rjob *j, int r,
 	}
 }
 
+/* Members i and k meet at level l: both active, same scope, same
+ * positions at every level below. */
+static int same_group(const int *key, const int *act, int *const *below, int l,
+		      int i, int k)
+{
+	if (!act[k] || key[k] != key[i])
+		return 0;
+	for (int m = 0; m < l; m++)
+		if (below[m][k] != below[m][i])
+			return 0;
+	return 1;
+}
+
 /*
  * The shim's hierarchical allreduce of one DP group (ranks mem[0..n) in
  * communicator order) at the job's printed levels, as comm.c's
@@ -501,14 +514,9 @@ static void shim_flows(const struct efab *f, struct rjob *j, int jid,
 
 			if (!act[i] || idx[i] >= 0)
 				continue;
-			for (int k = i; k < n; k++) {
-				int same = act[k] && key[k] == key[i];
-
-				for (int m = 0; same && m < l; m++)
-					same = below[m][k] == below[m][i];
-				if (same)
+			for (int k = i; k < n; k++)
+				if (same_group(key, act, below, l, i, k))
 					idx[k] = g++;
-			}
 			nsh = g < nsh ? g : nsh;
 		}
 		for (int i = 0; i < n; i++) {
@@ -516,14 +524,9 @@ static void shim_flows(const struct efab *f, struct rjob *j, int jid,
 
 			if (!act[i] || idx[i] != 0)
 				continue;
-			for (int k = i; k < n; k++) {
-				int same = act[k] && key[k] == key[i];
-
-				for (int m = 0; same && m < l; m++)
-					same = below[m][k] == below[m][i];
-				if (same)
+			for (int k = i; k < n; k++)
+				if (same_group(key, act, below, l, i, k))
 					tmp[g++] = mem[k];
-			}
 			ring_list(j, jid, tmp, g, nsh, SIM_PH_DP, share,
 				  j->slev[l].ratio, fl);
 		}
