@@ -26,16 +26,18 @@
  * allreduce above that size is the shim's hierarchy: rings per level
  * among the ranks that share the level's scope, on shares of the buffer
  * (1 / the level's smallest group, as comm.c shards it), at the codec's
- * wire size, all levels at once. Flows of a job's phase
- * share the cables by max-min fairness (netsim.c's sim_maxmin) with every
- * flow of the jobs whose Slurm run interval overlaps it, as the flow model
- * of islesim does at scale.
+ * wire size, all levels at once. The flows of a round share the cables
+ * by max-min fairness (netsim.c's sim_maxmin), a flow leaving when its
+ * bytes are through, with one round of each job whose Slurm run interval
+ * overlaps (a job's rounds run one after the other): the one that slows
+ * the round most.
  *
  * Host: fixed per-element CPU costs (below), from the memory and copy
- * rates of a current x86 core; CPU work of all the job's ranks spread over
- * the host's cores. The model knows no host load: the benchmark records
- * the host's CPU idle, and a run at low idle measures the host's queue
- * more than the fabric, which the report says next to its error.
+ * rates of a current x86 core. A phase's work runs on all the job's ranks
+ * at once, on the host's cores shared with the other jobs' ranks that are
+ * runnable: each for its CPU work per step, as the others sleep in their
+ * compute and between polls. The polls' own CPU is not modelled: the
+ * benchmark records the host's CPU idle next to the error.
  *
  * Latency: every message hop that must finish before the next can start
  * (ring steps, pipeline hand-offs) costs one host message latency, the
@@ -613,15 +615,114 @@ void sim_fab_job_flows(const struct efab *f, struct rjob *j, int jid,
 	}
 }
 
-/* Flow e shares the cables with round q of job i's phase p: it is that
- * round's, or another job's whose Slurm run interval overlaps job i's. */
-static int shares(const struct rjob *jobs, const struct rflow *e, int i, int p,
-		  int q)
+/* Job o runs while job i does: their Slurm run intervals overlap. */
+static int overlaps(const struct rjob *jobs, int i, int o)
 {
-	const struct rjob *j = &jobs[i], *o = &jobs[e->job];
+	return o != i && jobs[o].t0 < jobs[i].t1 && jobs[i].t0 < jobs[o].t1;
+}
 
-	return e->job == i ? e->phase == p && e->round == q
-			   : o->t0 < j->t1 && j->t0 < o->t1;
+/* The host CPU of one rank of j per step, busiest rank per phase. */
+static double job_cpu(const struct rjob *j)
+{
+	double w = j->verify_cpu_s;
+
+	for (int p = 0; p < SIM_NPHASES; p++)
+		w += j->cpu_s[p];
+	return w;
+}
+
+/* Room for solving one round against the other jobs' rounds. */
+struct rsolve {
+	const struct efab *f;
+	const struct rflows *fl;
+	struct sim_use *use, *ause;
+	double *rate, *rem;
+	int *off, *aoff, *idx;
+	int *pick; /* per job: its round against this one, -1: none */
+};
+
+/* Flow e is in job o's round key (phase * 1024 + round). */
+static int in_round(const struct rflow *e, int o, int key)
+{
+	return e->job == o && e->phase * 1024 + e->round == key;
+}
+
+/*
+ * The time of job i's round key beside the picked rounds of the other
+ * jobs, all starting together: the flows share the cables max-min, a
+ * flow that has sent its bytes leaves and the rest speed up, until job
+ * i's last flow is through. 0 or a negative errno.
+ */
+static int round_time(struct rsolve *s, int nj, int i, int key, double *t)
+{
+	const struct rflows *fl = s->fl;
+	int n = 0, nu = 0, rc = 0, own = 0;
+
+	*t = 0;
+	for (int e = 0; e < fl->n; e++) {
+		int o = fl->v[e].job, mine = in_round(&fl->v[e], i, key);
+
+		if (!mine && (o == i || o >= nj || s->pick[o] < 0 ||
+			      !in_round(&fl->v[e], o, s->pick[o])))
+			continue;
+		s->idx[n] = mine ? e : -1 - e;
+		s->rem[n] = fl->v[e].bytes;
+		s->off[n] = nu;
+		nu += efab_route(s->f, fl->v[e].a, fl->v[e].b, s->use + nu,
+				 2 * s->f->nv);
+		own += mine;
+		n++;
+	}
+	s->off[n] = nu;
+	while (own > 0) {
+		int k = 0, ku = 0;
+		double dt = INFINITY;
+
+		/* the flows still sending, compacted for sim_maxmin */
+		for (int x = 0; x < n; x++) {
+			if (s->rem[x] <= 0)
+				continue;
+			s->aoff[k++] = ku;
+			for (int u = s->off[x]; u < s->off[x + 1]; u++)
+				s->ause[ku++] = s->use[u];
+		}
+		s->aoff[k] = ku;
+		rc = sim_maxmin(2 * s->f->nv, s->f->cap, k, s->aoff, s->ause,
+				s->rate);
+		if (rc)
+			return rc;
+		k = 0;
+		for (int x = 0; x < n; x++) {
+			if (s->rem[x] <= 0)
+				continue;
+			if (isfinite(s->rate[k]) && s->rate[k] > 0)
+				dt = fmin(dt, s->rem[x] / s->rate[k]);
+			else
+				dt = 0; /* no cable between them */
+			k++;
+		}
+		*t += dt;
+		k = 0;
+		for (int x = 0; x < n; x++) {
+			double r;
+
+			if (s->rem[x] <= 0)
+				continue;
+			r = s->rate[k++];
+			s->rem[x] = isfinite(r) && r > 0 && dt < INFINITY
+					? s->rem[x] - r * dt
+					: 0;
+			/* done within rounding */
+			if (s->rem[x] <=
+			    1e-9 * fl->v[s->idx[x] >= 0 ? s->idx[x]
+							: -1 - s->idx[x]]
+				       .bytes) {
+				s->rem[x] = 0;
+				own -= s->idx[x] >= 0;
+			}
+		}
+	}
+	return 0;
 }
 
 int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
@@ -629,66 +730,91 @@ int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
 		 struct fab_step *out)
 {
 	const struct rjob *j = &jobs[i];
-	double fab[SIM_NPHASES] = {0}, slow;
-	struct sim_use *use =
-	    malloc(((size_t)fl->n * 2 * f->nv + 1) * sizeof(*use));
-	double *rate = malloc(((size_t)fl->n + 1) * sizeof(double));
-	int *off = malloc(((size_t)fl->n + 1) * sizeof(int)), rc = 0;
-	int ranks = 0;
+	double fab[SIM_NPHASES] = {0}, slow, busy;
+	struct rsolve s = {.f = f, .fl = fl};
+	size_t nu = (size_t)fl->n * 2 * f->nv + 1, nf = (size_t)fl->n + 1;
+	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!off || !use || !rate) {
+	s.use = malloc(nu * sizeof(*s.use));
+	s.ause = malloc(nu * sizeof(*s.ause));
+	s.rate = malloc(nf * sizeof(double));
+	s.rem = malloc(nf * sizeof(double));
+	s.off = malloc(nf * sizeof(int));
+	s.aoff = malloc(nf * sizeof(int));
+	s.idx = malloc(nf * sizeof(int));
+	s.pick = malloc(((size_t)nj + 1) * sizeof(int));
+	if (!s.off || !s.use || !s.rate || !s.pick || !s.ause || !s.rem ||
+	    !s.aoff || !s.idx) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* a phase's rounds one after the other, each the time of its
-	 * slowest flow */
-	for (int p = 0; p < SIM_NPHASES; p++) {
-		int nq = 0;
+	/*
+	 * A job's rounds run one after the other, so only one round of each
+	 * other job can be on the cables beside one of job i's rounds. Each
+	 * round of job i gets, from every job that runs at the same time,
+	 * the round of theirs that slows it most (collide.json: two jobs on
+	 * one cable slow each other as if their transfers always
+	 * coincided); a phase is its rounds one after the other, each the
+	 * time of its slowest flow.
+	 */
+	for (int e = 0; e < fl->n; e++) {
+		int key = fl->v[e].phase * 1024 + fl->v[e].round, seen = 0;
+		double t;
 
-		for (int e = 0; e < fl->n; e++)
-			if (fl->v[e].job == i && fl->v[e].phase == p)
-				nq = fl->v[e].round + 1 > nq
-					 ? fl->v[e].round + 1
-					 : nq;
-		for (int q = 0; q < nq; q++) {
-			int k = 0, nu = 0;
-			double slowest = 0;
+		if (fl->v[e].job != i)
+			continue;
+		for (int x = 0; x < e && !seen; x++)
+			seen = in_round(&fl->v[x], i, key);
+		if (seen)
+			continue;
+		for (int o = 0; o < nj; o++)
+			s.pick[o] = -1;
+		for (int o = 0; o < nj; o++) {
+			double worst = -1;
+			int best = -1;
 
-			for (int e = 0; e < fl->n; e++) {
-				if (!shares(jobs, &fl->v[e], i, p, q))
+			if (!overlaps(jobs, i, o))
+				continue;
+			for (int x = 0; x < fl->n; x++) {
+				int ko = fl->v[x].phase * 1024 + fl->v[x].round,
+				    dup = 0;
+
+				if (fl->v[x].job != o)
 					continue;
-				off[k] = nu;
-				nu += efab_route(f, fl->v[e].a, fl->v[e].b,
-						 use + nu, 2 * f->nv);
-				off[++k] = nu;
-			}
-			off[k] = nu;
-			rc = sim_maxmin(2 * f->nv, f->cap, k, off, use, rate);
-			if (rc)
-				goto out;
-			k = 0;
-			for (int e = 0; e < fl->n; e++) {
-				int mine =
-				    fl->v[e].job == i && fl->v[e].phase == p;
-
-				if (!shares(jobs, &fl->v[e], i, p, q))
+				for (int y = 0; y < x && !dup; y++)
+					dup = in_round(&fl->v[y], o, ko);
+				if (dup)
 					continue;
-				if (mine && isfinite(rate[k]) && rate[k] > 0)
-					slowest = fmax(slowest, fl->v[e].bytes /
-								    rate[k]);
-				k++;
+				s.pick[o] = ko;
+				rc = round_time(&s, nj, i, key, &t);
+				if (rc)
+					goto out;
+				if (t > worst)
+					worst = t, best = ko;
 			}
-			fab[p] += slowest;
+			s.pick[o] = best;
 		}
+		rc = round_time(&s, nj, i, key, &t);
+		if (rc)
+			goto out;
+		fab[fl->v[e].phase] += t;
 	}
-	/* processor sharing: every rank of the runs' jobs that are up at the
-	 * same time is runnable (Open MPI polls, yielding), so a rank gets
-	 * cores / ranks of the host */
+	/* processor sharing: the job's ranks do a phase's work at the same
+	 * moment (the collective before lines them up). With blocking calls
+	 * every rank of the other jobs spins in Open MPI's TCP path while it
+	 * waits, so is always runnable; with --poll-us one is runnable for
+	 * its share of CPU work per step (solo_s) and sleeps in compute or
+	 * between polls the rest of the time. A rank gets cores / runnable
+	 * ranks of the host. */
+	busy = j->nranks;
 	for (int o = 0; o < nj; o++)
-		if (o == i || (jobs[o].t0 < j->t1 && j->t0 < jobs[o].t1))
-			ranks += jobs[o].nranks;
-	slow = ranks > cores ? (double)ranks / cores : 1.0;
+		if (overlaps(jobs, i, o) && !jobs[o].nbc)
+			busy += jobs[o].nranks;
+		else if (overlaps(jobs, i, o) && jobs[o].solo_s > 0)
+			busy += jobs[o].nranks *
+				fmin(1, job_cpu(&jobs[o]) / jobs[o].solo_s);
+	slow = busy > cores ? busy / cores : 1.0;
 	out->step = j->compute_s;
 	for (int p = 0; p < SIM_NPHASES; p++) {
 		double cpu = j->cpu_s[p] * slow;
@@ -708,8 +834,13 @@ int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
 	out->host += j->verify_cpu_s * slow;
 	out->step += j->verify_cpu_s * slow;
 out:
-	free(off);
-	free(use);
-	free(rate);
+	free(s.off);
+	free(s.use);
+	free(s.rate);
+	free(s.pick);
+	free(s.ause);
+	free(s.rem);
+	free(s.aoff);
+	free(s.idx);
 	return rc;
 }

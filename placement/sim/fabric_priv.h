@@ -82,6 +82,7 @@ struct rjob {
 	double vtp_s, vdp_s;	     /* its TP and DP parts */
 	int *node;		     /* per rank: fabric vertex */
 	double measured_sum;
+	double solo_s; /* its step, no other job's ranks on the host; 0 */
 };
 
 /* Adds to by[v] the bytes that fl's flows of job jid carry over v's
@@ -109,7 +110,8 @@ struct fab_step {
 };
 
 /* Predicts job i's step among jobs[0..nj) and the run's flows on a host of
- * cores cores. 0 or a negative errno. */
+ * cores cores; other jobs' ranks take the host's cores where their
+ * solo_s is known (> 0). 0 or a negative errno. */
 int sim_fab_step(const struct efab *f, const struct rjob *jobs, int nj,
 		 const struct rflows *fl, int i, long cores,
 		 struct fab_step *out);

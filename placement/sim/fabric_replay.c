@@ -231,6 +231,18 @@ static int replay_run(const struct efab *f, json_object *run, double scale,
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* each training job's step without the others' ranks on the host
+	 * first: the share of its step it keeps the host's cores busy */
+	for (int i = 0; i < nj; i++) {
+		struct fab_step st;
+
+		if (!jobs[i].train)
+			continue;
+		rc = sim_fab_step(f, jobs, nj, &fl, i, cores, &st);
+		if (rc)
+			goto out;
+		jobs[i].solo_s = st.step;
+	}
 	for (int i = 0; i < nj; i++) {
 		struct rjob *j = &jobs[i];
 		struct fab_step st;

@@ -1211,6 +1211,123 @@ static void test_fabric_shim_islands(void **state)
 	assert_int_equal(wired, 1);
 }
 
+/* The fab_ms and host_ms columns of the one configuration of the
+ * collide-8 replay of @jobs (scale 1e-3: every cable 400 Gbit/s -> 50
+ * MB/s; poll_us 0: blocking calls, rings). */
+static void collide_case(int poll_us, const char *jobs, double *fab,
+			 double *host)
+{
+	char json[4096], line[512];
+	int found = 0;
+	FILE *out;
+
+	assert_true(snprintf(json, sizeof(json),
+			     "{\"scale\": 0.001, \"poll_us\": %d, \"shapes\": "
+			     "[{\"shape\": \"collide-8\", \"results\": "
+			     "[{\"config\": \"x\", \"seed\": 1, "
+			     "\"job_list\": [%s]}]}]}",
+			     poll_us, jobs) < (int)sizeof(json));
+	assert_int_equal(replay_json(json, &out), 0);
+	while (fgets(line, sizeof(line), out)) {
+		char shape[64], cfg[64];
+		int runs;
+		double meas, pred, err, lat, idle;
+
+		if (sscanf(line, "%63s %63s %d %lf %lf %lf %lf %lf %lf %lf",
+			   shape, cfg, &runs, &meas, &pred, &err, fab, host,
+			   &lat, &idle) == 10)
+			found++;
+	}
+	fclose(out);
+	assert_int_equal(found, 1);
+}
+
+#define XJOB(model, gpus, tp, pp, hosts, ms)                                   \
+	"{\"kind\": \"train\", \"model\": \"" model "\", \"gpus\": " #gpus     \
+	", \"tp\": " #tp ", \"pp\": " #pp ", \"start\": 0, \"end\": 10, "      \
+	"\"hosts\": [" hosts "], \"ms\": [" ms "]}"
+
+/*
+ * Other jobs on the cables, collide-8 at scale 1e-3 (50 MB/s a cable,
+ * a leaf's uplink one cable). B (judged): 7b as tp 2 x dp 2 on cl01 and
+ * cl03, two DP rings of 2 (7 MB each way), both over leaf0's uplink: 280
+ * ms alone. A beside it, 7b as tp 2 on cl02 and cl05 (one rank each):
+ * its TP round sends 2.147 MB over the same uplink. Three flows share it
+ * until A's is through at 128.8 ms, then B's two have it: (14 + 2.147) /
+ * 50 = 323 ms (a static share, A's flow there for good: 7 / (50/3) = 420).
+ * A on cl02, cl05, cl06 and cl04 adds a DP ring cl02 -> cl06 of 7 MB over
+ * leaf0's uplink, one phase after its TP round: only one of A's rounds is
+ * beside B's at a time, the worse one: three 7 MB flows, 21 / 50 = 420 ms
+ * (both rounds at once: four flows, 560).
+ */
+static void test_fabric_rounds(void **state)
+{
+	double fab, host, tp_b = 2.0 * 32 * 4096 * 4096 * 2 * 1e-3;
+	const char *b = XJOB("7b", 2, 2, 1, "\"cl01\", \"cl03\"", "500");
+
+	collide_case(0, b, &fab, &host);
+	assert_true(fabs(fab - 14e6 / 50e6 * 1e3 / (8934.0 / 9014.0)) < 0.5);
+	{
+		char jobs[1024];
+
+		snprintf(jobs, sizeof(jobs), "%s, %s", b,
+			 XJOB("7b", 1, 2, 1, "\"cl02\", \"cl05\"", ""));
+		collide_case(0, jobs, &fab, &host);
+		assert_true(fabs(fab - (14e6 + tp_b) / 50e6 * 1e3 /
+					   (8934.0 / 9014.0)) < 0.5);
+		snprintf(jobs, sizeof(jobs), "%s, %s", b,
+			 XJOB("7b", 1, 2, 1,
+			      "\"cl02\", \"cl05\", \"cl06\", \"cl04\"", ""));
+		collide_case(0, jobs, &fab, &host);
+		assert_true(fabs(fab - 21e6 / 50e6 * 1e3 / (8934.0 / 9014.0)) <
+			    0.5);
+	}
+}
+
+/*
+ * The host term: the judged job's 4 ranks (7b, tp 2, on cl07 and cl08,
+ * no cable shared) do a phase's CPU work at once. A 70b job of 12 ranks
+ * beside it (tp 2 x pp 2 on cl01..06) waiting with --poll-us sleeps in
+ * compute and between polls and is runnable only for its CPU work per
+ * step, a few percent of it: it barely moves the judged job's host time,
+ * where counting all 16 ranks runnable made it (4 + 12) / 4 = 4 times as
+ * long on a host of 4 cores or fewer. With blocking calls its ranks spin
+ * while they wait (Open MPI's TCP path) and do take the cores. The check
+ * needs a host with fewer cores than the 16 ranks: elsewhere every rank
+ * has a core.
+ */
+static void test_fabric_host_share(void **state)
+{
+	double fab, alone, beside, spin_alone, spin_beside;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *x = XJOB("7b", 2, 2, 1, "\"cl07\", \"cl08\"", "500");
+	char jobs[1024];
+
+	snprintf(jobs, sizeof(jobs), "%s, %s", x,
+		 XJOB("70b", 2, 2, 2,
+		      "\"cl01\", \"cl02\", \"cl03\", \"cl04\", \"cl05\", "
+		      "\"cl06\"",
+		      ""));
+	collide_case(1000, x, &fab, &alone);
+	collide_case(1000, jobs, &fab, &beside);
+	collide_case(0, x, &fab, &spin_alone);
+	collide_case(0, jobs, &fab, &spin_beside);
+	print_message("host share: %ld cores, polling: alone %.1f ms, beside "
+		      "%.1f; spinning: %.1f, %.1f\n",
+		      cores, alone, beside, spin_alone, spin_beside);
+	assert_true(beside >= alone);
+	assert_true(spin_beside >= beside);
+	if (cores >= 16) {
+		print_message("host share: %ld cores, no contention to check\n",
+			      cores);
+		return;
+	}
+	assert_true(alone > 0);
+	assert_true(beside < 1.5 * alone);
+	if (cores <= 4)
+		assert_true(spin_beside > 1.5 * spin_alone);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1234,6 +1351,8 @@ int main(void)
 	    cmocka_unit_test(test_fabric_binomial),
 	    cmocka_unit_test(test_fabric_shim_uneven),
 	    cmocka_unit_test(test_fabric_shim_islands),
+	    cmocka_unit_test(test_fabric_rounds),
+	    cmocka_unit_test(test_fabric_host_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
