@@ -16,10 +16,14 @@
  *
  * The host latency of one message hop comes from the job's own probe, not
  * from its steps: fabric_job times one 4-byte allreduce over all its ranks
- * after a barrier at every step (in place: libnbc's binomial schedule,
- * 2 ceil(log2 n) hops; blocking: recursive doubling, ceil(log2 n) hops);
- * the median of the fastest rank's time over the steps, divided by its
- * hops, is the latency of one hop under the load of the run. Runs without
+ * after a barrier at every step; the median of the fastest rank's time
+ * over the steps, divided by the hops that rank waits for, is the latency
+ * of one hop under the load of the run. Blocking: recursive doubling,
+ * ceil(log2 n) hops for every rank. In place: libnbc's binomial schedule
+ * (nbc_iallreduce.c, allred_sched_diss), 2 ceil(log2 n) hops end to end,
+ * but the fastest rank is the root: it waits for the ceil(log2 n) rounds
+ * of the reduce, then posts its broadcast sends, which a 4-byte (eager)
+ * message completes at once, without waiting for the receivers. Runs without
  * the probe get none. With the probe the report also puts each phase's
  * measured time (slowest rank, mean over steps) next to the predicted one.
  */
@@ -39,7 +43,7 @@ static void probe_parse(struct rjob *j, json_object *rows)
 	int n = (int)json_object_array_length(rows), hops = 0, m = 0;
 	double *lat = malloc(((size_t)n + 1) * sizeof(*lat));
 
-	hops = sim_fab_ceil_log2(j->nranks) * (j->nbc ? 2 : 1);
+	hops = sim_fab_ceil_log2(j->nranks);
 	for (int k = 0; lat && k < n; k++) {
 		json_object *row = json_object_array_get_idx(rows, k);
 
