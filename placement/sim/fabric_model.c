@@ -637,7 +637,7 @@ struct rsolve {
 	const struct rflows *fl;
 	struct sim_use *use, *ause;
 	double *rate, *rem;
-	int *off, *aoff, *idx;
+	int *off, *aoff, *idx; /* idx: the flow of each entry */
 	int *pick; /* per job: its round against this one, -1: none */
 };
 
@@ -665,12 +665,12 @@ static int round_time(struct rsolve *s, int nj, int i, int key, double *t)
 		if (!mine && (o == i || o >= nj || s->pick[o] < 0 ||
 			      !in_round(&fl->v[e], o, s->pick[o])))
 			continue;
-		s->idx[n] = mine ? e : -1 - e;
-		s->rem[n] = fl->v[e].bytes;
+		s->idx[n] = e;
+		s->rem[n] = fmax(0, fl->v[e].bytes);
 		s->off[n] = nu;
 		nu += efab_route(s->f, fl->v[e].a, fl->v[e].b, s->use + nu,
 				 2 * s->f->nv);
-		own += mine;
+		own += mine && s->rem[n] > 0;
 		n++;
 	}
 	s->off[n] = nu;
@@ -713,12 +713,9 @@ static int round_time(struct rsolve *s, int nj, int i, int key, double *t)
 					? s->rem[x] - r * dt
 					: 0;
 			/* done within rounding */
-			if (s->rem[x] <=
-			    1e-9 * fl->v[s->idx[x] >= 0 ? s->idx[x]
-							: -1 - s->idx[x]]
-				       .bytes) {
+			if (s->rem[x] <= 1e-9 * fl->v[s->idx[x]].bytes) {
 				s->rem[x] = 0;
-				own -= s->idx[x] >= 0;
+				own -= in_round(&fl->v[s->idx[x]], i, key);
 			}
 		}
 	}
