@@ -61,9 +61,11 @@
 # work files there), STARTCHECK_FROM (a dir an earlier run kept: no Slurm
 # run, islesim replays its trace and Slurm records again; the result
 # names that run's commit as "slurm_run_commit"), STARTCHECK_DEBUGFLAGS
-# (slurmctld's DebugFlags, default Backfill, which the pass times need;
-# Backfill,BackfillMap also logs each pass's node_space table and each
-# tested job's window and nodes).
+# (slurmctld's DebugFlags, default Backfill, which the pass times need),
+# STARTCHECK_CTLD_DEBUG (SlurmctldDebug, default info). The flags' own
+# lines (log_flag) are at verbose: Backfill,BackfillMap,TraceJobs with
+# verbose logs each pass's node_space table, each tested job's window
+# and nodes, and when a node leaves completing (make_node_idle).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -83,6 +85,7 @@ DMAX=${STARTCHECK_DUR_MAX:-120}
 BFI=${STARTCHECK_BF_INTERVAL:-5}
 BFR=${STARTCHECK_BF_RESOLUTION:-5}
 DEBUGFLAGS=${STARTCHECK_DEBUGFLAGS:-Backfill}
+CTLD_DEBUG=${STARTCHECK_CTLD_DEBUG:-info}
 cluster=$repo/tests/crosscheck/cluster.json
 sim=$repo/build/bin/islesim
 for b in "$sim" "$repo/build/bin/islectl"; do
@@ -230,6 +233,7 @@ run_policy() {
 		--slurm-extra "SchedulerParameters=bf_interval=$BFI,bf_resolution=$BFR,batch_sched_delay=0,sched_min_interval=0
 LogTimeFormat=iso8601_ms
 DebugFlags=$DEBUGFLAGS
+SlurmctldDebug=$CTLD_DEBUG
 MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return 1; }
 	grep -q "topology/$pol" "$SLURM_CONF" || { echo "startcheck: $pol: slurm.conf lacks topology/$pol" >&2; return 1; }
 	log=$ISLE_CLUSTER_DIR/log/slurmctld.log
