@@ -344,13 +344,37 @@ replay_policy() {
 		  if ($8 == "main") { sm += sin(a); cm += cos(a) } else { sb += sin(a); cb += cos(a) } }
 		END { printf "%.3f %.3f\n", ph(sm, cm), first != "" ? first - int(first) : ph(sb, cb) }' "$work/$pol.tsv")
 	echo "$pm $pb" >"$d/phases"
+	# slurmctld's clock at the first submit, modulo an hour: its whole
+	# seconds, the map's bf_resolution steps and will-run's 30 s barriers
+	# fall on the epoch (islesim --epoch0)
+	e0=$(awk 'NR == 1 || $5 < m { m = $5 } END { printf "%.3f", m - 3600 * int(m / 3600) }' "$d/raw")
+	# The time a backfill pass takes, per job it tests: backfill_agent
+	# sleeps bf_interval from a pass's end, so its clock drifts by that
+	# (islesim --bf-pass-cost). Measured as the drift itself: over
+	# consecutive passes bf_interval apart (within 0.5 s), the time past
+	# bf_interval per job the earlier pass tested ("completed testing N").
+	cost=$(awk -v bfi="$BFI" '
+		function ep(ts,   f) {
+			ts = substr(ts, 2, length(ts) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			return mktime(ts) + f
+		}
+		/sched\/backfill: _attempt_backfill: beginning/ {
+			t = ep($1)
+			if (np && t - prev >= bfi && t - prev < bfi + 0.5 && ntest) { drift += t - prev - bfi; n += ntest }
+			prev = t; np++; ntest = 0
+		}
+		match($0, /completed testing [0-9]+/) { ntest = substr($0, RSTART + 18, RLENGTH - 18) + 0 }
+		END { printf "%.6f", n ? drift / n : 0 }' "$d/slurmctld.log")
+	echo "$cost" >"$d/pass_cost"
 	rm -f "$d/starts" "$d/starts-noticks"
 	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
-		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
-		--ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
+		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
+		--bf-pass-cost "$cost" --ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
 		"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
-			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
-			--slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
+			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
+			--bf-pass-cost "$cost" --slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
 		{ echo "startcheck: $pol: islesim failed" >&2; return 1; }
 	# "POLICY N SUBMIT START": N is the replay's line (1-based)
 	for v in starts starts-noticks; do
