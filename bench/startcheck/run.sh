@@ -368,13 +368,34 @@ replay_policy() {
 		match($0, /completed testing [0-9]+/) { ntest = substr($0, RSTART + 18, RLENGTH - 18) + 0 }
 		END { printf "%.6f", n ? drift / n : 0 }' "$d/slurmctld.log")
 	echo "$cost" >"$d/pass_cost"
+	# How long a node completes after its job ends (islesim --epilog): the
+	# median from deallocate_nodes to make_node_idle, logged only with
+	# DebugFlags=TraceJobs at verbose; 0 (not modelled) without them.
+	epi=$(awk '
+		function ep(ts,   f) {
+			ts = substr(ts, 2, length(ts) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			return mktime(ts) + f
+		}
+		/TRACE_JOBS: deallocate_nodes: JobId=/ { match($0, /JobId=[0-9]+/); d[substr($0, RSTART + 6, RLENGTH - 6)] = ep($1) }
+		/TRACE_JOBS: make_node_idle: enter JobId=/ {
+			match($0, /JobId=[0-9]+/); id = substr($0, RSTART + 6, RLENGTH - 6)
+			if ((id in d) && !(id in done)) { done[id] = 1; v[++n] = ep($1) - d[id] }
+		}
+		END {
+			if (!n) { print 0; exit }
+			for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j > 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+			printf "%.3f", v[int((n + 1) / 2)]
+		}' "$d/slurmctld.log")
+	echo "$epi" >"$d/epilog"
 	rm -f "$d/starts" "$d/starts-noticks"
 	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
 		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
-		--bf-pass-cost "$cost" --ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
+		--bf-pass-cost "$cost" --epilog "$epi" --ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
 		"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
 			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
-			--bf-pass-cost "$cost" --slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
+			--bf-pass-cost "$cost" --epilog "$epi" --slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
 		{ echo "startcheck: $pol: islesim failed" >&2; return 1; }
 	# "POLICY N SUBMIT START": N is the replay's line (1-based)
 	for v in starts starts-noticks; do

@@ -404,6 +404,10 @@ struct sim_opts {
 	/* s a backfill pass takes per job it tests: backfill_agent's next
 	 * pass follows the end of the last (--bf-pass-cost; 0: none) */
 	double bf_pass_cost;
+	/* s a node completes after its job ends (the epilog's reply): the
+	 * main scheduler skips it, backfill defers a job that chose it
+	 * (--epilog; 0: none) */
+	double epilog_s;
 	FILE *trace;	/* per-job placements, or NULL */
 	FILE *bf_log;	/* backfill passes' decisions (sim.c), or NULL */
 	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */

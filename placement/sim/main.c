@@ -113,6 +113,10 @@ static void usage(FILE *f)
 	    " tests: the\n"
 	    "                   next pass (--bf-agent) follows its end"
 	    " (default 0)\n"
+	    "  --epilog S       seconds a node stays completing after its"
+	    " job ends:\n"
+	    "                   the main pass skips it, backfill defers a"
+	    " job on it (0)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -770,6 +774,7 @@ int main(int argc, char **argv)
 	    {"epoch0", required_argument, NULL, 'e'},
 	    {"bf-log", required_argument, NULL, 'L'},
 	    {"bf-pass-cost", required_argument, NULL, 'Q'},
+	    {"epilog", required_argument, NULL, 'g'},
 	    {"starts", required_argument, NULL, 'o'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
@@ -894,6 +899,10 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			c.bf_log = optarg;
+			break;
+		case 'g':
+			c.sched.epilog_s = atof(optarg);
+			bad |= c.sched.epilog_s < 0;
 			break;
 		case 'Q':
 			c.sched.bf_pass_cost = atof(optarg);

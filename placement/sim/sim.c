@@ -74,6 +74,10 @@ struct state {
 	/* backfill: the GPUs free at a time of the map, those of them
 	 * outside reservations, and a scratch result */
 	uint64_t *proj, *bf;
+	/* completing nodes (--epilog): until when each node's last ended
+	 * job holds it in cg_node_bitmap; mfree is scratch */
+	double *cg_until;
+	uint64_t *mfree;
 	struct isle_place_result proj_res;
 };
 
@@ -98,6 +102,16 @@ static double res_floor(const struct sim_opts *o, double t)
 	double r = o->bf_resolution;
 
 	return floor((t + o->epoch0) / r + 1e-9) * r - o->epoch0;
+}
+
+/* A node of job r's still completes at now (cg_node_bitmap). */
+static int cg_any(const struct state *s, const int *nodes, int nnodes,
+		  double now)
+{
+	for (int k = 0; k < nnodes; k++)
+		if (s->cg_until[nodes[k]] > now)
+			return 1;
+	return 0;
 }
 
 static void heap_push(struct state *s, struct running r)
@@ -461,6 +475,21 @@ static int policy_place_at(struct state *s, const struct sim_job *j,
  * default_queue_depth of them; the first job that cannot start now blocks
  * the partition (one partition here), so no later job starts in this pass.
  */
+/* The GPUs the main scheduler may take: free ones on nodes that are not
+ * completing. */
+static const uint64_t *main_free(struct state *s, double now)
+{
+	int i, any = 0;
+
+	if (s->o->epilog_s <= 0)
+		return s->free;
+	for (i = 0; i < s->t->nnodes; i++) {
+		s->mfree[i] = s->cg_until[i] > now ? 0 : s->free[i];
+		any |= s->cg_until[i] > now;
+	}
+	return any ? s->mfree : s->free;
+}
+
 static int main_pass(struct state *s, double now)
 {
 	int qi, out = 0, rc = 0, blocked = 0;
@@ -479,7 +508,9 @@ static int main_pass(struct state *s, double now)
 		}
 		make_req(s, j, &req);
 		t0 = sim_now_us();
-		rc = policy_place_at(s, j, s->free, &req, now, &s->res);
+		/* _pick_best_nodes leaves completing nodes out */
+		rc = policy_place_at(s, j, main_free(s, now), &req, now,
+				     &s->res);
 		if (push_sample(&s->dec_us, &s->ndec, &s->capdec,
 				sim_now_us() - t0))
 			return -ENOMEM;
@@ -848,6 +879,11 @@ static int bf_pass(struct state *s, struct bf_map *m, double now, int *ntested)
 		rc = bf_earliest(s, m, j, &req, now, &at);
 		if (rc)
 			return rc;
+		/* nodes still completing: the job waits for their epilog,
+		 * to now + 1 with a reservation (_attempt_backfill) */
+		if (at == now &&
+		    cg_any(s, s->proj_res.nodes, s->proj_res.nnodes, now))
+			at = slurm_sec(o, now) + 1;
 		if (o->bf_log)
 			bf_log_job(s, j, at, now);
 		if (at == now) {
@@ -1033,6 +1069,8 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	map.stamp = calloc((size_t)t->nnodes + 1, sizeof(int));
 	map.node_ok = calloc((size_t)t->nnodes + 1, sizeof(int));
 	s.bf = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
+	s.cg_until = calloc((size_t)t->nnodes + 1, sizeof(double));
+	s.mfree = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
 	s.net = sim_net_create(t);
@@ -1094,6 +1132,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next = next_main;
 		if (sw < next)
 			next = sw;
+		if (o->epilog_s > 0)
+			for (i = 0; i < t->nnodes; i++)
+				if (s.cg_until[i] > now && s.cg_until[i] < next)
+					next = s.cg_until[i];
 		if (next == INFINITY)
 			break;
 		advance(&s, now, next);
@@ -1101,8 +1143,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		while (s.nheap && s.heap[0].end <= now) {
 			struct running r = heap_pop(&s);
 
-			for (i = 0; i < r.nnodes; i++)
+			for (i = 0; i < r.nnodes; i++) {
 				s.free[r.nodes[i]] |= r.masks[i];
+				s.cg_until[r.nodes[i]] = fmax(
+				    s.cg_until[r.nodes[i]], now + o->epilog_s);
+			}
 			s.free_total += s.jobs[r.job].gpus;
 			rc = load_track(&s, r.job, r.nodes, r.masks, r.nnodes,
 					0);
@@ -1122,6 +1167,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			changed = 1;
 		}
 		changed |= now == sw;
+		/* an epilog's end brings the scheduler (job_epilog_complete) */
+		if (o->epilog_s > 0)
+			for (i = 0; i < t->nnodes; i++)
+				changed |= s.cg_until[i] == now;
 		/* the main scheduler runs on every event; the backfill
 		 * scheduler every bf_interval, skipping a cycle when nothing
 		 * changed (_more_work) */
@@ -1217,6 +1266,8 @@ out:
 	free(map.stamp);
 	free(map.node_ok);
 	free(s.bf);
+	free(s.cg_until);
+	free(s.mfree);
 	free(s.heap);
 	free(s.queue);
 	free(s.dec_us);

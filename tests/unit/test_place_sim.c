@@ -603,6 +603,37 @@ static void test_will_run_groups(void **state)
 	isle_topo_destroy(t);
 }
 
+/* Completing nodes (--epilog): the one free node completes 0.5 s after
+ * its job ends at 10 s, so the queued 4-GPU job starts when its epilog
+ * ends, not at the job's end. */
+static void test_epilog(void **state)
+{
+	char path[] = "/tmp/isle-test-epilog-XXXXXX";
+	struct sim_opts o = {.policy = SIM_TREE, .seed = 1};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256];
+	int fd = mkstemp(path), n = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	write_file(path, "0,1000,60,1,1\n0,10,4,1,1\n1,50,4,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 10);
+	o.epilog_s = 0.5;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 10.5);
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
 /* --- flow model ---------------------------------------------------------- */
 
 static void test_maxmin_share(void **state)
@@ -1260,6 +1291,7 @@ int main(void)
 	    cmocka_unit_test(test_reservation),
 	    cmocka_unit_test(test_limit_agent),
 	    cmocka_unit_test(test_will_run_groups),
+	    cmocka_unit_test(test_epilog),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
