@@ -60,7 +60,12 @@
 # default 600 + 4 x the trace's span), STARTCHECK_KEEP (a dir: keep the
 # work files there), STARTCHECK_FROM (a dir an earlier run kept: no Slurm
 # run, islesim replays its trace and Slurm records again; the result
-# names that run's commit as "slurm_run_commit").
+# names that run's commit as "slurm_run_commit"), STARTCHECK_DEBUGFLAGS
+# (slurmctld's DebugFlags, default Backfill, which the pass times need),
+# STARTCHECK_CTLD_DEBUG (SlurmctldDebug, default info). The flags' own
+# lines (log_flag) are at verbose: Backfill,BackfillMap,TraceJobs with
+# verbose logs each pass's node_space table, each tested job's window
+# and nodes, and when a node leaves completing (make_node_idle).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -79,6 +84,8 @@ DMIN=${STARTCHECK_DUR_MIN:-5}
 DMAX=${STARTCHECK_DUR_MAX:-120}
 BFI=${STARTCHECK_BF_INTERVAL:-5}
 BFR=${STARTCHECK_BF_RESOLUTION:-5}
+DEBUGFLAGS=${STARTCHECK_DEBUGFLAGS:-Backfill}
+CTLD_DEBUG=${STARTCHECK_CTLD_DEBUG:-info}
 cluster=$repo/tests/crosscheck/cluster.json
 sim=$repo/build/bin/islesim
 for b in "$sim" "$repo/build/bin/islectl"; do
@@ -225,7 +232,8 @@ run_policy() {
 		--gres-conf "$work/gres.conf" --timeout 300 \
 		--slurm-extra "SchedulerParameters=bf_interval=$BFI,bf_resolution=$BFR,batch_sched_delay=0,sched_min_interval=0
 LogTimeFormat=iso8601_ms
-DebugFlags=Backfill
+DebugFlags=$DEBUGFLAGS
+SlurmctldDebug=$CTLD_DEBUG
 MinJobAge=86400" || { echo "startcheck: $pol: cluster did not start" >&2; return 1; }
 	grep -q "topology/$pol" "$SLURM_CONF" || { echo "startcheck: $pol: slurm.conf lacks topology/$pol" >&2; return 1; }
 	log=$ISLE_CLUSTER_DIR/log/slurmctld.log
@@ -336,13 +344,58 @@ replay_policy() {
 		  if ($8 == "main") { sm += sin(a); cm += cos(a) } else { sb += sin(a); cb += cos(a) } }
 		END { printf "%.3f %.3f\n", ph(sm, cm), first != "" ? first - int(first) : ph(sb, cb) }' "$work/$pol.tsv")
 	echo "$pm $pb" >"$d/phases"
+	# slurmctld's clock at the first submit, modulo an hour: its whole
+	# seconds, the map's bf_resolution steps and will-run's 30 s barriers
+	# fall on the epoch (islesim --epoch0)
+	e0=$(awk 'NR == 1 || $5 < m { m = $5 } END { printf "%.3f", m - 3600 * int(m / 3600) }' "$d/raw")
+	# The time a backfill pass takes, per job it tests: backfill_agent
+	# sleeps bf_interval from a pass's end, so its clock drifts by that
+	# (islesim --bf-pass-cost). Measured as the drift itself: over
+	# consecutive passes bf_interval apart (within 0.5 s), the time past
+	# bf_interval per job the earlier pass tested ("completed testing N").
+	cost=$(awk -v bfi="$BFI" '
+		function ep(ts,   f) {
+			ts = substr(ts, 2, length(ts) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			return mktime(ts) + f
+		}
+		/sched\/backfill: _attempt_backfill: beginning/ {
+			t = ep($1)
+			if (np && t - prev >= bfi && t - prev < bfi + 0.5 && ntest) { drift += t - prev - bfi; n += ntest }
+			prev = t; np++; ntest = 0
+		}
+		match($0, /completed testing [0-9]+/) { ntest = substr($0, RSTART + 18, RLENGTH - 18) + 0 }
+		END { printf "%.6f", n ? drift / n : 0 }' "$d/slurmctld.log")
+	echo "$cost" >"$d/pass_cost"
+	# How long a node completes after its job ends (islesim --epilog): the
+	# median from deallocate_nodes to make_node_idle, logged only with
+	# DebugFlags=TraceJobs at verbose; 0 (not modelled) without them.
+	epi=$(awk '
+		function ep(ts,   f) {
+			ts = substr(ts, 2, length(ts) - 2); sub(/[+-][0-9][0-9]:?[0-9][0-9]$/, "", ts)
+			gsub(/[-T:]/, " ", ts); f = 0
+			if (match(ts, /\.[0-9]+/)) { f = substr(ts, RSTART, RLENGTH) + 0; ts = substr(ts, 1, RSTART - 1) }
+			return mktime(ts) + f
+		}
+		/TRACE_JOBS: deallocate_nodes: JobId=/ { match($0, /JobId=[0-9]+/); d[substr($0, RSTART + 6, RLENGTH - 6)] = ep($1) }
+		/TRACE_JOBS: make_node_idle: enter JobId=/ {
+			match($0, /JobId=[0-9]+/); id = substr($0, RSTART + 6, RLENGTH - 6)
+			if ((id in d) && !(id in done)) { done[id] = 1; v[++n] = ep($1) - d[id] }
+		}
+		END {
+			if (!n) { print 0; exit }
+			for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j > 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+			printf "%.3f", v[int((n + 1) / 2)]
+		}' "$d/slurmctld.log")
+	echo "$epi" >"$d/epilog"
 	rm -f "$d/starts" "$d/starts-noticks"
 	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
-		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
-		--ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
+		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
+		--bf-pass-cost "$cost" --epilog "$epi" --ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
 		"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
-			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent \
-			--slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
+			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
+			--bf-pass-cost "$cost" --epilog "$epi" --slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
 		{ echo "startcheck: $pol: islesim failed" >&2; return 1; }
 	# "POLICY N SUBMIT START": N is the replay's line (1-based)
 	for v in starts starts-noticks; do

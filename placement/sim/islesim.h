@@ -397,7 +397,19 @@ struct sim_opts {
 	 * far into each second (sim.c, tick_at) */
 	int ticks;
 	double main_phase, bf_phase;
+	/* slurmctld's epoch time at islesim's time 0 (s): its clocks are
+	 * whole seconds and its map steps and will-run barriers fall on
+	 * the epoch (sim.c, slurm_sec); 0 unless --epoch0 */
+	double epoch0;
+	/* s a backfill pass takes per job it tests: backfill_agent's next
+	 * pass follows the end of the last (--bf-pass-cost; 0: none) */
+	double bf_pass_cost;
+	/* s a node completes after its job ends (the epilog's reply): the
+	 * main scheduler skips it, backfill defers a job that chose it
+	 * (--epilog; 0: none) */
+	double epilog_s;
 	FILE *trace;	/* per-job placements, or NULL */
+	FILE *bf_log;	/* backfill passes' decisions (sim.c), or NULL */
 	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */
 	FILE *occ_out;	/* "time occupancy" samples, or NULL */
 };

@@ -22,6 +22,7 @@
 struct cfg {
 	const char *cluster, *mix, *csv, *data, *bench, *scale, *replay;
 	const char *starts;
+	const char *bf_log; /* --bf-log FILE */
 	const char *fabric, *shape_dir, *commit;
 	const char *write_cluster; /* --write-cluster FILE */
 	const char *bench_cc;	   /* --bench-contention DIR */
@@ -75,6 +76,9 @@ static void usage(FILE *f)
 	    "                   alone in flows leaving their NICs' switch (s)\n"
 	    "  --starts FILE    append 'POLICY JOB SUBMIT START' per job"
 	    " (s, ms; -1: never)\n"
+	    "  --bf-log FILE    append each backfill pass's decisions:"
+	    " per tested job\n"
+	    "                   its start now or its reservation and nodes\n"
 	    "Slurm's scheduler (SchedulerParameters; defaults are Slurm's):\n"
 	    "  --queue-depth N  default_queue_depth: jobs the main pass"
 	    " tries (100)\n"
@@ -100,6 +104,19 @@ static void usage(FILE *f)
 	    " polls each\n"
 	    "                   second from its last pass, the first at B s\n"
 	    "                   (default: the main scheduler at the event)\n"
+	    "  --epoch0 S       slurmctld's clock (epoch s) at time 0:"
+	    " its whole\n"
+	    "                   seconds, bf_resolution steps and will-run's"
+	    " 30 s barriers\n"
+	    "                   fall there (default 0)\n"
+	    "  --bf-pass-cost S  seconds a backfill pass takes per job it"
+	    " tests: the\n"
+	    "                   next pass (--bf-agent) follows its end"
+	    " (default 0)\n"
+	    "  --epilog S       seconds a node stays completing after its"
+	    " job ends:\n"
+	    "                   the main pass skips it, backfill defers a"
+	    " job on it (0)\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -243,6 +260,15 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 		o.slurm_release = c->slurm_release;
 		if (c->policy >= 0 && p != c->policy)
 			continue;
+		if (c->bf_log) {
+			o.bf_log = fopen(c->bf_log, "a");
+			if (!o.bf_log) {
+				rc = -errno;
+				fprintf(stderr, "islesim: %s: %s\n", c->bf_log,
+					strerror(errno));
+				goto out;
+			}
+		}
 		if (c->trace) {
 			o.trace = stdout;
 			printf("# cluster %s policy %s\n", cluster,
@@ -255,6 +281,8 @@ static int run_cluster(const struct cfg *c, const char *cluster, FILE *js,
 					     sim_policy_names[p]);
 		}
 		rc = sim_run(t, jobs, n, &o, &m);
+		if (o.bf_log)
+			fclose(o.bf_log);
 		if (o.cost_out)
 			fclose(o.cost_out);
 		if (o.occ_out)
@@ -743,6 +771,10 @@ int main(int argc, char **argv)
 	    {"max-switch-wait", required_argument, NULL, 'X'},
 	    {"bf-agent", no_argument, NULL, 'A'},
 	    {"ticks", required_argument, NULL, 'T'},
+	    {"epoch0", required_argument, NULL, 'e'},
+	    {"bf-log", required_argument, NULL, 'L'},
+	    {"bf-pass-cost", required_argument, NULL, 'Q'},
+	    {"epilog", required_argument, NULL, 'g'},
 	    {"starts", required_argument, NULL, 'o'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
@@ -864,6 +896,21 @@ int main(int argc, char **argv)
 			       c.sched.main_phase < 0 ||
 			       c.sched.main_phase >= 1 ||
 			       c.sched.bf_phase < 0 || c.sched.bf_phase >= 1;
+			break;
+		case 'L':
+			c.bf_log = optarg;
+			break;
+		case 'g':
+			c.sched.epilog_s = atof(optarg);
+			bad |= c.sched.epilog_s < 0;
+			break;
+		case 'Q':
+			c.sched.bf_pass_cost = atof(optarg);
+			bad |= c.sched.bf_pass_cost < 0;
+			break;
+		case 'e':
+			c.sched.epoch0 = atof(optarg);
+			bad |= c.sched.epoch0 < 0;
 			break;
 		case 'd':
 			c.data = optarg;

@@ -74,6 +74,10 @@ struct state {
 	/* backfill: the GPUs free at a time of the map, those of them
 	 * outside reservations, and a scratch result */
 	uint64_t *proj, *bf;
+	/* completing nodes (--epilog): until when each node's last ended
+	 * job holds it in cg_node_bitmap; mfree is scratch */
+	double *cg_until;
+	uint64_t *mfree;
 	struct isle_place_result proj_res;
 };
 
@@ -82,6 +86,32 @@ struct state {
 static double job_limit(const struct sim_job *j)
 {
 	return j->limit > 0 ? j->limit : j->duration;
+}
+
+/* Slurm's clocks are whole seconds of the epoch (time()); o->epoch0 is
+ * the epoch time of islesim's time 0, so that the map's resolution steps
+ * and will-run's 30 s barriers fall where slurmctld's do. */
+static double slurm_sec(const struct sim_opts *o, double t)
+{
+	return floor(t + o->epoch0 + 1e-9) - o->epoch0;
+}
+
+/* t rounded down to bf_resolution on the epoch (_set_slot_time). */
+static double res_floor(const struct sim_opts *o, double t)
+{
+	double r = o->bf_resolution;
+
+	return floor((t + o->epoch0) / r + 1e-9) * r - o->epoch0;
+}
+
+/* A node of job r's still completes at now (cg_node_bitmap). */
+static int cg_any(const struct state *s, const int *nodes, int nnodes,
+		  double now)
+{
+	for (int k = 0; k < nnodes; k++)
+		if (s->cg_until[nodes[k]] > now)
+			return 1;
+	return 0;
 }
 
 static void heap_push(struct state *s, struct running r)
@@ -377,7 +407,7 @@ static int start_job(struct state *s, int ji, double now,
 	struct isle_place_result *r = &s->res;
 	struct running run = {.job = ji,
 			      .end = now + j->duration,
-			      .limit_end = now + job_limit(j)};
+			      .limit_end = slurm_sec(s->o, now) + job_limit(j)};
 	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
@@ -421,12 +451,12 @@ static int cmp_end(const void *a, const void *b)
 	const struct running *x = *(const struct running *const *)a;
 	const struct running *y = *(const struct running *const *)b;
 
-	return x->limit_end < y->limit_end ? -1 : x->limit_end > y->limit_end;
-}
-
-static double round_up(double t, double res)
-{
-	return ceil(t / res) * res;
+	/* cons_tres sorts the running jobs by end with glibc's stable
+	 * qsort (_cr_job_list_sort): equal ends stay in job_list's order,
+	 * the order the jobs were submitted in */
+	if (x->limit_end != y->limit_end)
+		return x->limit_end < y->limit_end ? -1 : 1;
+	return (x->job > y->job) - (x->job < y->job);
 }
 
 /* Places job j on fm as the policy would at time `at` (tree-sw drops
@@ -445,6 +475,21 @@ static int policy_place_at(struct state *s, const struct sim_job *j,
  * default_queue_depth of them; the first job that cannot start now blocks
  * the partition (one partition here), so no later job starts in this pass.
  */
+/* The GPUs the main scheduler may take: free ones on nodes that are not
+ * completing. */
+static const uint64_t *main_free(struct state *s, double now)
+{
+	int i, any = 0;
+
+	if (s->o->epilog_s <= 0)
+		return s->free;
+	for (i = 0; i < s->t->nnodes; i++) {
+		s->mfree[i] = s->cg_until[i] > now ? 0 : s->free[i];
+		any |= s->cg_until[i] > now;
+	}
+	return any ? s->mfree : s->free;
+}
+
 static int main_pass(struct state *s, double now)
 {
 	int qi, out = 0, rc = 0, blocked = 0;
@@ -463,7 +508,9 @@ static int main_pass(struct state *s, double now)
 		}
 		make_req(s, j, &req);
 		t0 = sim_now_us();
-		rc = policy_place_at(s, j, s->free, &req, now, &s->res);
+		/* _pick_best_nodes leaves completing nodes out */
+		rc = policy_place_at(s, j, main_free(s, now), &req, now,
+				     &s->res);
 		if (push_sample(&s->dec_us, &s->ndec, &s->capdec,
 				sim_now_us() - t0))
 			return -ENOMEM;
@@ -484,17 +531,15 @@ static int main_pass(struct state *s, double now)
 }
 
 /*
- * Backfill pass (sched/backfill, _attempt_backfill): the time map starts
- * with the GPUs free now and the ends of the running jobs (rounded up to
- * bf_resolution); every job tested, in priority order and at most
- * bf_max_job_test, gets the earliest start inside bf_window at which the
- * policy can place it on the GPUs free over its whole run: now (it
+ * Backfill pass (sched/backfill, _attempt_backfill): every job tested, in
+ * priority order and at most bf_max_job_test, gets the start Slurm's
+ * will-run test finds for it (bf_earliest) inside bf_window: now (it
  * starts) or later (a reservation of its nodes, whole nodes as Slurm's
- * node_space bitmaps, from the start rounded down to the end rounded up).
- * A later job sees the earlier ones' reservations, so it starts now only
- * where it delays none of them. Run times are the time limits
- * (job_limit), as Slurm plans with the running jobs' end_time, their
- * start plus limit.
+ * node_space bitmaps, from the start rounded down to bf_resolution to the
+ * end rounded up, _set_slot_time). A later job sees the earlier ones'
+ * reservations, so it starts now only where it delays none of them. The
+ * running jobs end, for planning, at their start (whole seconds) plus
+ * their time limit (job_limit), Slurm's end_time.
  */
 struct bf_resv {
 	double start, end;
@@ -509,6 +554,7 @@ struct bf_map {
 	int nresv, capresv;
 	int *stamp; /* per node: last candidate that excluded it */
 	int stampv;
+	int *node_ok; /* per node: free of reservations in the window */
 };
 
 static int bf_order(struct state *s, struct bf_map *m)
@@ -552,89 +598,265 @@ static int bf_add_resv(struct bf_map *m, const struct isle_place_result *r,
 	return 0;
 }
 
+/* Reservation v holds node n at some time in [a, b] (node_space slots
+ * overlapping the window: end > a and begin <= b, _attempt_backfill). */
+static int resv_overlaps(const struct bf_resv *v, double a, double b)
+{
+	return v->end > a && v->start <= b;
+}
+
 /*
- * Earliest start of job j in [now, now + bf_window]: *at gets it (and
- * s->proj_res the placement), INFINITY when none. Candidates are now and
- * the times when GPUs come back (a running job's end, a reservation's
- * end), as Slurm tries later_start at node_space boundaries.
+ * later_start of _attempt_backfill: the first boundary of the time map
+ * after start_res at which a node comes out of reservation, i.e. the
+ * earliest end of a reservation past start_res with a node that no other
+ * reservation holds right after it. INFINITY: none (Slurm's 0).
+ */
+static double bf_later_start(struct state *s, struct bf_map *m,
+			     double start_res)
+{
+	double best = INFINITY;
+
+	for (int i = 0; i < m->nresv; i++) {
+		const struct bf_resv *v = &m->resv[i];
+		int k, w, freed = 0;
+
+		if (v->end <= start_res || v->end >= best)
+			continue;
+		m->stampv++;
+		for (w = 0; w < m->nresv; w++) {
+			const struct bf_resv *x = &m->resv[w];
+
+			if (x->start <= v->end && x->end > v->end)
+				for (k = 0; k < x->nnodes; k++)
+					m->stamp[x->nodes[k]] = m->stampv;
+		}
+		for (k = 0; k < v->nnodes && !freed; k++)
+			freed = m->stamp[v->nodes[k]] != m->stampv;
+		if (freed)
+			best = v->end;
+	}
+	return best;
+}
+
+/* s->bf: the GPUs of proj on nodes no reservation holds in [a, b];
+ * node_ok[n] marks those nodes (the will-run test's node bitmap). */
+static void bf_avail(struct state *s, struct bf_map *m, double a, double b,
+		     int *node_ok)
+{
+	int i, k;
+
+	m->stampv++;
+	for (i = 0; i < m->nresv; i++) {
+		const struct bf_resv *v = &m->resv[i];
+
+		if (!resv_overlaps(v, a, b))
+			continue;
+		for (k = 0; k < v->nnodes; k++)
+			m->stamp[v->nodes[k]] = m->stampv;
+	}
+	for (i = 0; i < s->t->nnodes; i++) {
+		node_ok[i] = m->stamp[i] != m->stampv;
+		s->bf[i] = node_ok[i] ? s->proj[i] : 0;
+	}
+}
+
+/* The policy's placement of j on s->bf at t (now or later). */
+static int bf_try(struct state *s, const struct sim_job *j,
+		  const struct isle_place_req *req, double t, double now)
+{
+	sim_policy_set_waited(s->pol, t - j->submit);
+	return t > now ? sim_policy_place_later(s->pol, s->bf, s->free, req,
+						&s->proj_res)
+		       : sim_policy_place(s->pol, s->bf, req, &s->proj_res);
+}
+
+/* The placement in s->proj_res meets a reservation in [a, b]
+ * (_test_resv_overlap). */
+static int bf_resv_conflict(struct state *s, struct bf_map *m, double a,
+			    double b)
+{
+	const struct isle_place_result *r = &s->proj_res;
+	int i, k;
+
+	m->stampv++;
+	for (k = 0; k < r->nnodes; k++)
+		m->stamp[r->nodes[k]] = m->stampv;
+	for (i = 0; i < m->nresv; i++) {
+		const struct bf_resv *v = &m->resv[i];
+
+		if (!(v->end > a && v->start < b))
+			continue;
+		for (k = 0; k < v->nnodes; k++)
+			if (m->stamp[v->nodes[k]] == m->stampv)
+				return 1;
+	}
+	return 0;
+}
+
+/*
+ * When and where job j can start, as sched/backfill finds it
+ * (_attempt_backfill with select/cons_tres's _will_run_test and
+ * _future_run_test). *at gets the start (s->proj_res the placement),
+ * INFINITY when the pass makes no reservation for it.
+ * - The nodes tried are those no reservation of this pass holds over
+ *   [start_res, start_res + limit]; will-run looks no further than
+ *   later_start, the next time a reserved node comes free.
+ * - Will-run tries now, then frees running jobs in order of their ends
+ *   (start + limit) in groups: the first group holds the jobs that end
+ *   up to 30 s past the 30 s barrier after the first end, and each
+ *   later group twice the span; the start is the last freed job's end.
+ *   So a reservation can start well after the first time the job fits.
+ * - A start that then meets a reservation, or no start before
+ *   later_start, tries again from there.
  */
 static int bf_earliest(struct state *s, struct bf_map *m,
 		       const struct sim_job *j,
 		       const struct isle_place_req *req, double now, double *at)
 {
 	const struct sim_opts *o = s->o;
-	double dur = round_up(job_limit(j), o->bf_resolution);
-	double t = now, horizon = now + o->bf_window;
-	long avail = s->free_total;
-	int ri = 0, i, k, rc;
+	const size_t fb = (size_t)s->t->nnodes * sizeof(uint64_t);
+	double lim = job_limit(j), tnow = slurm_sec(o, now);
+	double start_res = tnow;
+	double window_end = res_floor(o, tnow + o->bf_window);
+	int *ok = m->node_ok, rc, k;
 
 	*at = INFINITY;
-	memcpy(s->proj, s->free, (size_t)s->t->nnodes * sizeof(uint64_t));
 	for (;;) {
-		long cnt = avail;
-		double next = INFINITY;
+		double later, barrier = -INFINITY;
+		double span = 30, found = INFINITY;
+		int ri, more = 1;
 
-		/* running jobs that end by t give their GPUs back */
-		while (ri < m->norder && round_up(m->order[ri]->limit_end,
-						  o->bf_resolution) <= t) {
-			const struct running *r = m->order[ri++];
+		if (start_res > window_end)
+			return 0;
+		later = bf_later_start(s, m, start_res);
+		/* usage: now, less the jobs that end before start_res */
+		memcpy(s->proj, s->free, fb);
+		for (ri = 0;
+		     ri < m->norder &&
+		     (start_res > tnow && m->order[ri]->limit_end < start_res);
+		     ri++) {
+			const struct running *r = m->order[ri];
 
 			for (k = 0; k < r->nnodes; k++)
 				s->proj[r->nodes[k]] |= r->masks[k];
-			avail += s->jobs[r->job].gpus;
 		}
-		cnt = avail;
-		/* reserved nodes overlapping [t, t + dur) are out */
-		m->stampv++;
-		memcpy(s->bf, s->proj, (size_t)s->t->nnodes * sizeof(uint64_t));
-		for (i = 0; i < m->nresv; i++) {
-			const struct bf_resv *v = &m->resv[i];
+		bf_avail(s, m, start_res, start_res + lim, ok);
+		rc = bf_try(s, j, req, start_res, tnow);
+		if (rc == 0)
+			found = start_res;
+		else if (rc != -ENOSPC)
+			return rc;
+		while (found == INFINITY && more) {
+			const struct running *last = NULL;
+			int removed = 0;
 
-			if (v->end > t && v->end < next)
-				next = v->end;
-			if (v->start >= t + dur || v->end <= t)
-				continue;
-			for (k = 0; k < v->nnodes; k++) {
-				int n = v->nodes[k];
+			for (;;) {
+				const struct running *r;
+				int hit = 0;
 
-				if (m->stamp[n] == m->stampv)
+				if (ri >= m->norder ||
+				    m->order[ri]->limit_end > later) {
+					more = 0;
+					break;
+				}
+				r = m->order[ri++];
+				for (k = 0; k < r->nnodes && !hit; k++)
+					hit = ok[r->nodes[k]];
+				if (!hit)
 					continue;
-				m->stamp[n] = m->stampv;
-				cnt -= __builtin_popcountll(s->bf[n]);
-				s->bf[n] = 0;
+				if (barrier == -INFINITY) {
+					double e = r->limit_end + o->epoch0;
+
+					barrier =
+					    e - fmod(e, 30) + 30 - o->epoch0;
+				}
+				last = r;
+				for (k = 0; k < r->nnodes; k++) {
+					int n = r->nodes[k];
+
+					s->proj[n] |= r->masks[k];
+					if (ok[n])
+						s->bf[n] = s->proj[n];
+				}
+				if (ri >= m->norder) {
+					more = 0;
+					break;
+				}
+				if (m->order[ri]->limit_end > barrier + span)
+					break;
+				if (removed++ > 200)
+					break;
 			}
-		}
-		if (cnt >= j->gpus) {
-			sim_policy_set_waited(s->pol, t - j->submit);
-			rc = t > now ? sim_policy_place_later(s->pol, s->bf,
-							      s->free, req,
-							      &s->proj_res)
-				     : sim_policy_place(s->pol, s->bf, req,
-							&s->proj_res);
-			if (rc == 0) {
-				*at = t;
-				return 0;
-			}
+			if (!last)
+				break;
+			/* past 200 removals Slurm goes on without a test */
+			if (removed > 201)
+				continue;
+			/* a job past its planned end (start + limit, whole
+			 * seconds) still holds its GPUs: not before now + 1 */
+			found = fmax(last->limit_end, tnow + 1);
+			rc = bf_try(s, j, req, found, tnow);
+			if (rc == 0)
+				break;
+			found = INFINITY;
 			if (rc != -ENOSPC)
 				return rc;
+			do
+				span *= 2;
+			while (ri < m->norder &&
+			       m->order[ri]->limit_end > barrier + span);
 		}
-		if (ri < m->norder) {
-			double e =
-			    round_up(m->order[ri]->limit_end, o->bf_resolution);
+		if (found < INFINITY) {
+			if (found > tnow) {
+				double st = res_floor(o, found);
+				double en = res_floor(
+				    o, found + lim + o->bf_resolution - 1);
 
-			if (e < next)
-				next = e;
-		}
-		if (next == INFINITY || next > horizon)
+				if (found > tnow + o->bf_window)
+					return 0;
+				if (bf_resv_conflict(s, m, st, en)) {
+					start_res = found;
+					continue;
+				}
+			}
+			*at = found <= tnow ? now : found;
 			return 0;
-		t = next;
+		}
+		if (later == INFINITY)
+			return 0;
+		start_res = later;
 	}
 }
 
-static int bf_pass(struct state *s, struct bf_map *m, double now)
+/* --bf-log: "job ID start T|now|none nodes N,N..." per tested job. */
+static void bf_log_job(struct state *s, const struct sim_job *j, double at,
+		       double now)
+{
+	FILE *f = s->o->bf_log;
+	const struct isle_place_result *r = &s->proj_res;
+
+	if (at == INFINITY) {
+		fprintf(f, "  job %d none\n", j->id);
+		return;
+	}
+	if (at == now)
+		fprintf(f, "  job %d now", j->id);
+	else
+		fprintf(f, "  job %d start %.3f", j->id, at);
+	for (int k = 0; k < r->nnodes; k++)
+		fprintf(f, "%s%s", k ? "," : " nodes ",
+			s->t->nodes[r->nodes[k]].name);
+	fputc('\n', f);
+}
+
+static int bf_pass(struct state *s, struct bf_map *m, double now, int *ntested)
 {
 	const struct sim_opts *o = s->o;
+	double begin = res_floor(o, slurm_sec(o, now)); /* node_space[0] */
 	int qi, out = 0, tested = 0, rc = 0;
+
+	if (o->bf_log)
+		fprintf(o->bf_log, "pass %.3f queue %d\n", now, s->nqueue);
 
 	for (int i = 0; i < m->nresv; i++)
 		free(m->resv[i].nodes);
@@ -657,6 +879,13 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 		rc = bf_earliest(s, m, j, &req, now, &at);
 		if (rc)
 			return rc;
+		/* nodes still completing: the job waits for their epilog,
+		 * to now + 1 with a reservation (_attempt_backfill) */
+		if (at == now &&
+		    cg_any(s, s->proj_res.nodes, s->proj_res.nnodes, now))
+			at = slurm_sec(o, now) + 1;
+		if (o->bf_log)
+			bf_log_job(s, j, at, now);
 		if (at == now) {
 			/* starts now, on what the map had free */
 			struct isle_place_result tmp = s->res;
@@ -671,18 +900,21 @@ static int bf_pass(struct state *s, struct bf_map *m, double now)
 			continue;
 		}
 		if (at < INFINITY) {
-			double st =
-			    floor(at / o->bf_resolution) * o->bf_resolution;
+			/* _set_slot_time, then _add_reservation: from the
+			 * map's start, one resolution step at least */
+			double st = fmax(res_floor(o, at), begin);
+			double en = res_floor(o, at + job_limit(j) +
+						     o->bf_resolution - 1);
 
-			rc = bf_add_resv(
-			    m, &s->proj_res, st,
-			    round_up(at + job_limit(j), o->bf_resolution));
+			rc = bf_add_resv(m, &s->proj_res, st,
+					 fmax(en, st + o->bf_resolution));
 			if (rc)
 				return rc;
 		}
 		s->queue[out++] = ji;
 	}
 	s->nqueue = out;
+	*ntested = tested;
 	return 0;
 }
 
@@ -835,7 +1067,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.free = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	s.proj = malloc((size_t)t->nnodes * sizeof(uint64_t));
 	map.stamp = calloc((size_t)t->nnodes + 1, sizeof(int));
+	map.node_ok = calloc((size_t)t->nnodes + 1, sizeof(int));
 	s.bf = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
+	s.cg_until = calloc((size_t)t->nnodes + 1, sizeof(double));
+	s.mfree = calloc((size_t)t->nnodes + 1, sizeof(uint64_t));
 	s.heap = malloc(((size_t)n + 1) * sizeof(*s.heap));
 	s.queue = malloc(((size_t)n + 1) * sizeof(int));
 	s.net = sim_net_create(t);
@@ -847,9 +1082,9 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 	s.step_alone = calloc((size_t)n + 1, sizeof(double));
 	if (!s.step_alone)
 		goto out;
-	if (!s.eng || !s.free || !s.proj || !map.stamp || !s.heap || !s.queue ||
-	    !s.bf || !s.net || !s.compute || !s.step_cur || !s.step_int ||
-	    !s.step_last || !s.onfab)
+	if (!s.eng || !s.free || !s.proj || !map.stamp || !map.node_ok ||
+	    !s.heap || !s.queue || !s.bf || !s.net || !s.compute ||
+	    !s.step_cur || !s.step_int || !s.step_last || !s.onfab)
 		goto out;
 	s.pol = sim_policy_create(o->policy, t, s.eng, o->seed);
 	if (s.pol) {
@@ -897,6 +1132,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			next = next_main;
 		if (sw < next)
 			next = sw;
+		if (o->epilog_s > 0)
+			for (i = 0; i < t->nnodes; i++)
+				if (s.cg_until[i] > now && s.cg_until[i] < next)
+					next = s.cg_until[i];
 		if (next == INFINITY)
 			break;
 		advance(&s, now, next);
@@ -904,8 +1143,11 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		while (s.nheap && s.heap[0].end <= now) {
 			struct running r = heap_pop(&s);
 
-			for (i = 0; i < r.nnodes; i++)
+			for (i = 0; i < r.nnodes; i++) {
 				s.free[r.nodes[i]] |= r.masks[i];
+				s.cg_until[r.nodes[i]] = fmax(
+				    s.cg_until[r.nodes[i]], now + o->epilog_s);
+			}
 			s.free_total += s.jobs[r.job].gpus;
 			rc = load_track(&s, r.job, r.nodes, r.masks, r.nnodes,
 					0);
@@ -925,6 +1167,10 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 			changed = 1;
 		}
 		changed |= now == sw;
+		/* an epilog's end brings the scheduler (job_epilog_complete) */
+		if (o->epilog_s > 0)
+			for (i = 0; i < t->nnodes; i++)
+				changed |= s.cg_until[i] == now;
 		/* the main scheduler runs on every event; the backfill
 		 * scheduler every bf_interval, skipping a cycle when nothing
 		 * changed (_more_work) */
@@ -940,9 +1186,12 @@ int sim_run(const isle_topo *t, struct sim_job *jobs, int n,
 		rc = run_main ? main_pass(&s, now) : 0;
 		changed |= s.started > started;
 		if (!rc && now >= next_bf) {
-			rc = bf_pass(&s, &map, now);
+			int tested = 0;
+
+			rc = bf_pass(&s, &map, now, &tested);
 			next_bf = INFINITY;
-			last_bf = now;
+			/* backfill_agent sleeps from the pass's end */
+			last_bf = now + o->bf_pass_cost * tested;
 		}
 		/* the pass's own starts count for _more_work (--ticks) only:
 		 * without it the passes follow events, as before */
@@ -1015,7 +1264,10 @@ out:
 	free(map.resv);
 	free(map.order);
 	free(map.stamp);
+	free(map.node_ok);
 	free(s.bf);
+	free(s.cg_until);
+	free(s.mfree);
 	free(s.heap);
 	free(s.queue);
 	free(s.dec_us);

@@ -567,6 +567,73 @@ static void test_limit_agent(void **state)
 	isle_topo_destroy(t);
 }
 
+/* cons_tres's will-run frees running jobs in groups: the 60-GPU job fits
+ * when the 56-GPU job ends (100 s), but the first group also holds the
+ * 4-GPU job ending at 120 s (up to 30 s past the 30 s barrier after
+ * 100 s), so its start estimate is 120 s and its reservation n01-n15.
+ * The last node then stays out of it, and a 4-GPU job of 110 s starts
+ * there at the pass at 30 s; planned at 100 s on n01-n14 and n16, the
+ * reservation would have kept it waiting. */
+static void test_will_run_groups(void **state)
+{
+	char path[] = "/tmp/isle-test-group-XXXXXX";
+	struct sim_opts o = {
+	    .policy = SIM_LINEAR, .seed = 1, .bf_resolution = 5};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256];
+	int fd = mkstemp(path), n = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	write_file(path, "0,100,56,1,1\n0,120,4,1,1\n1,50,60,1,1\n"
+			 "2,110,4,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 4);
+	assert_true(jobs[3].start == 30);  /* outside the reservation */
+	assert_true(jobs[2].start == 120); /* the 4-GPU job holds n16 */
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
+/* Completing nodes (--epilog): the one free node completes 0.5 s after
+ * its job ends at 10 s, so the queued 4-GPU job starts when its epilog
+ * ends, not at the job's end. */
+static void test_epilog(void **state)
+{
+	char path[] = "/tmp/isle-test-epilog-XXXXXX";
+	struct sim_opts o = {.policy = SIM_TREE, .seed = 1};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	char err[256];
+	int fd = mkstemp(path), n = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   &t, err, sizeof(err)),
+			 0);
+	write_file(path, "0,1000,60,1,1\n0,10,4,1,1\n1,50,4,1,1\n");
+	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
+			 0);
+	unlink(path);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 10);
+	o.epilog_s = 0.5;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_true(jobs[2].start == 10.5);
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
 /* --- flow model ---------------------------------------------------------- */
 
 static void test_maxmin_share(void **state)
@@ -1343,6 +1410,8 @@ int main(void)
 	    cmocka_unit_test(test_release),
 	    cmocka_unit_test(test_reservation),
 	    cmocka_unit_test(test_limit_agent),
+	    cmocka_unit_test(test_will_run_groups),
+	    cmocka_unit_test(test_epilog),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
