@@ -208,7 +208,7 @@ uint64_t isle__probe_cost(unsigned shim_mask, int nlib)
 
 	for (int k = 0; k < ISLE__CAL_N; k++)
 		cost += (uint64_t)(nlib + !!(shim_mask & (1u << k))) *
-			(ISLE__CAL_REPS + 1) *
+			(uint64_t)(isle__cal_reps(k) + 1) *
 			((uint64_t)ISLE__CAL_MIN << (2 * k));
 	return cost;
 }

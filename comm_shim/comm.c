@@ -441,7 +441,7 @@ static void describe(struct isle_comm *c)
  * deliver, the shim's many small steps lose to the library's few, and the
  * library's default is not its own best algorithm at every size. At each
  * probe size (8 B .. 2 MiB, x4) every candidate is timed in turn (median of
- * CAL_REPS after a warm-up, each rank): the library's algorithms that it
+ * isle__cal_reps after a warm-up, each rank): the library's algorithms that it
  * lets a caller pick (lib_candidates, mpi_algo.h; its default first) and
  * the shim's path where the model gives it the size. One MPI_MAX allreduce
  * of all the times gives every rank the same numbers, so all pick alike:
@@ -455,14 +455,13 @@ static void describe(struct isle_comm *c)
  * the interposer's paths count the payload alike) once the communicator
  * has carried 1 / ISLE_COMM_PROBE_SHARE times the probe's payload
  * (isle__probe_due_at): a job that moves little never pays it, and no job
- * pays more than that share. About 56 MB per rank with four Open MPI
- * algorithms and the shim at every size, 67 MB with MPICH's five. Until
+ * pays more than that share. About 58 MB per rank with four Open MPI
+ * algorithms and the shim at every size, 70 MB with MPICH's five. Until
  * then the model decides alone, and the library runs its default.
  */
 #define CAL_MIN ISLE__CAL_MIN
 #define CAL_N ISLE__CAL_N /* 8 B .. 2 MiB, x4 */
 #define CAL_MAX (CAL_MIN << (2 * (CAL_N - 1)))
-#define CAL_REPS ISLE__CAL_REPS
 #define SMALL_PASS_MAX (64u << 10)
 
 int isle__app_thread_level = -1;
@@ -558,9 +557,10 @@ static int calibrate(struct isle_comm *c)
 	for (int k = 0; k < CAL_N; k++) {
 		size_t bytes = CAL_MIN << (2 * k),
 		       n = bytes / 4 ? bytes / 4 : 1;
-		double t[ISLE__LIB_MAX + 1][CAL_REPS];
+		double t[ISLE__LIB_MAX + 1][ISLE__CAL_REPS_MAX];
+		int reps = isle__cal_reps(k);
 
-		for (int r = -1; r < CAL_REPS; r++)
+		for (int r = -1; r < reps; r++)
 			for (int j = 0; j < nv; j++) {
 				/* The order turns each round: no candidate
 				 * always follows the same one. */
@@ -582,8 +582,8 @@ static int calibrate(struct isle_comm *c)
 			mine[k * nv + w] = 0;
 			if (w == c->nlib && algo[k] == ISLE_ALGO_PASSTHROUGH)
 				continue;
-			qsort(t[w], CAL_REPS, sizeof(double), cmp_dbl);
-			mine[k * nv + w] = t[w][CAL_REPS / 2];
+			qsort(t[w], (size_t)reps, sizeof(double), cmp_dbl);
+			mine[k * nv + w] = t[w][reps / 2];
 		}
 	}
 	/* The slowest rank's times, the same on every rank: all pick alike. */

@@ -27,15 +27,22 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 
 /*
  * The crossover probe (comm.c): sizes ISLE__CAL_MIN << 2k for k <
- * ISLE__CAL_N (8 B .. 2 MiB), each run ISLE__CAL_REPS + 1 times (one
- * warm-up) by every candidate: the library's algorithms it lets a caller
+ * ISLE__CAL_N (8 B .. 2 MiB), each run isle__cal_reps(k) + 1 times (one
+ * warm-up; more where they cost little and noise is large) by every
+ * candidate: the library's algorithms it lets a caller
  * pick (mpi_algo.h) and the shim's own path where the model gives it the
  * size. Size class k holds the sizes nearest to its probe size: above
  * (CAL_MIN << 2k) / 2, up to (CAL_MIN << 2k) * 2; -1 above the top one.
  */
 #define ISLE__CAL_MIN 8u
 #define ISLE__CAL_N 10
-#define ISLE__CAL_REPS 3
+#define ISLE__CAL_REPS_MAX 11
+
+static inline int isle__cal_reps(int k)
+{
+	return (ISLE__CAL_MIN << (2 * k)) <= (32u << 10) ? ISLE__CAL_REPS_MAX
+							 : 3;
+}
 #define ISLE__LIB_MAX 6 /* library algorithms the probe tries, at most */
 
 static inline int isle__cal_class(size_t bytes)

@@ -191,12 +191,14 @@ static void test_probe_bound(void **state)
 	uint64_t all = isle__probe_cost((1u << ISLE__CAL_N) - 1, 4);
 	uint64_t job = 0, probed_at = 0;
 
-	/* 8 B .. 2 MiB, x4: 2796200 B, 4 runs each of 5 candidates */
-	assert_int_equal(all, 20 * 2796200ull);
-	assert_int_equal(isle__probe_cost(0, 1), 4 * 2796200ull);
-	assert_int_equal(isle__probe_cost(1, 1), 4 * 2796200ull + 4 * 8);
-	assert_int_equal(isle__probe_cost(1u << 9, 1),
-			 4 * 2796200ull + (8u << 20));
+	/* 8 B .. 32 KiB, x4: 43688 B, 12 runs; 128 KiB .. 2 MiB: 2752512 B,
+	 * 4 runs; 5 candidates */
+	const uint64_t one = 12 * 43688ull + 4 * 2752512ull;
+
+	assert_int_equal(all, 5 * one);
+	assert_int_equal(isle__probe_cost(0, 1), one);
+	assert_int_equal(isle__probe_cost(1, 1), one + 12 * 8);
+	assert_int_equal(isle__probe_cost(1u << 9, 1), one + (8u << 20));
 	assert_int_equal(isle__probe_cost(0, 0), 0);
 
 	/* The least carried payload it is due at, exactly. */
