@@ -405,6 +405,23 @@ static void isle__describe_picks(const struct isle_comm *c, char *buf,
 				    : "",
 		    c->route[k] >= 0 ? c->lib[c->route[k]].name : "isle");
 	}
+	/* Above the top class (top bytes): where the lines cross, if they
+	 * do there (n = -da / dc). */
+	if (c->big_fit && o < len) {
+		double top =
+		    2.0 * ((size_t)ISLE__CAL_MIN << (2 * (ISLE__CAL_N - 1)));
+		double x = c->big_dc != 0 ? -c->big_da / c->big_dc : -1;
+		int isle_top = c->big_da + top * c->big_dc < 0;
+
+		if (x <= top)
+			snprintf(buf + o, len - o, ", above: %s",
+				 isle_top ? "isle" : "default");
+		else
+			snprintf(buf + o, len - o,
+				 ", above: %s to %.0f B, then %s",
+				 isle_top ? "isle" : "default", x,
+				 isle_top ? "default" : "isle");
+	}
 }
 
 static void describe(struct isle_comm *c)
