@@ -448,7 +448,13 @@ static void describe(struct isle_comm *c)
 		    lv->name, isle_scope_name(c->plan->levels[l].scope),
 		    lv->nshards, lv->max_size, lv->bw_gbps, lv->lat_us, codec);
 	}
-	if (c->cal_due == UINT64_MAX && c->cal_cost && o < sizeof(c->desc))
+	/* "MPI's own up to": fabric_replay.c reads it (the helper's
+	 * crossover); the picks follow. */
+	if (c->pass_max && o < sizeof(c->desc))
+		o += (size_t)snprintf(c->desc + o, sizeof(c->desc) - o,
+				      ", MPI's own up to %zu bytes (probed)",
+				      c->pass_max);
+	if (c->probed && o < sizeof(c->desc))
 		isle__describe_picks(c, c->desc + o, sizeof(c->desc) - o);
 }
 
@@ -637,6 +643,7 @@ static int calibrate(struct isle_comm *c)
 		c->big_da = as - ad;
 		c->big_dc = cs - cd;
 	}
+	c->probed = 1;
 out:
 	ch->probing = 0;
 	isle__stat_probe_time(isle__now() - start);
@@ -846,11 +853,12 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 			fprintf(stderr,
 				"isle_comm: %d ranks: crossover probed at %s "
 				"allreduce of %zu bytes (%llu bytes carried, "
-				"probe %llu)%s\n",
+				"probe %llu): MPI's own up to %zu bytes%s\n",
 				c->sync.size,
 				c->carried == count * es ? "the first" : "an",
 				count * es, (unsigned long long)c->carried,
-				(unsigned long long)c->cal_cost, picks);
+				(unsigned long long)c->cal_cost, c->pass_max,
+				picks);
 		/* ISLE_COMM_VERBOSE=2: every rank's picks (the same). */
 		if (c->cfg.verbose >= 2)
 			fprintf(stderr, "isle_comm: rank %d of %d%s\n",

@@ -180,6 +180,7 @@ struct isle_comm {
 	 * n bytes only while big_da + n * big_dc < 0 (big_fit set). */
 	int big_fit;
 	double big_da, big_dc;
+	int probed; /* route, big_* and pass_max hold the probe's verdict */
 	char desc[1024];
 };
 
