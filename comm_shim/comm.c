@@ -486,6 +486,7 @@ static void describe(struct isle_comm *c)
 #define CAL_N ISLE__CAL_N /* 8 B .. 2 MiB, x4 */
 #define CAL_MAX (CAL_MIN << (2 * (CAL_N - 1)))
 #define SMALL_PASS_MAX (64u << 10)
+#define CAL_TIE 0.05 /* the shim's margin over the library (calibrate) */
 
 int isle__app_thread_level = -1;
 
@@ -618,16 +619,28 @@ static int calibrate(struct isle_comm *c)
 	for (int k = 0; k < CAL_N; k++) {
 		const double *tk = all + k * nv;
 		int shim = algo[k] != ISLE_ALGO_PASSTHROUGH;
-		int best = shim ? c->nlib : 0;
+		int best = 0;
 
-		/* Only strictly faster takes over: the shim from the
-		 * library's default, another algorithm from both. */
-		for (int w = 0; w < c->nlib; w++)
+		/* Another library algorithm takes over from the default
+		 * only by being strictly faster; the shim only by beating
+		 * the library's best by CAL_TIE (passthrough wins ties:
+		 * within the noise of a few repetitions on a shared host,
+		 * the library is the side that cannot make a job slower). */
+		for (int w = 1; w < c->nlib; w++)
 			if (tk[w] < tk[best])
 				best = w;
+		if (shim && tk[c->nlib] < (1 - CAL_TIE) * tk[best])
+			best = c->nlib;
 		c->route[k] = (signed char)(best == c->nlib ? -1 : best);
 		if (shim && best != c->nlib)
 			c->pass_max = CAL_MIN << (2 * k);
+	}
+	for (int h = 0; h < 2 * CAL_N; h++) {
+		int k = h / 2, j = h % 2 ? k + 1 : k - 1;
+
+		c->route_half[h] = c->route[k];
+		if (c->route[k] < 0 && j >= 0 && j < CAL_N)
+			c->route_half[h] = c->route[j];
 	}
 	/* Above the probe, bandwidth terms: where the shim and the default
 	 * ran at the top two sizes, their lines decide. */
@@ -704,6 +717,7 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 		goto out;
 	}
 	memset(c->route, 0xff, sizeof(c->route));
+	memset(c->route_half, 0xff, sizeof(c->route_half));
 	lib_candidates(c);
 	/* The sizes the choice gives to the library whatever the probe
 	 * finds (it only ever moves sizes to the library): a job-wide value
@@ -790,8 +804,8 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
 int isle__lib_call(const struct isle_comm *c, const void *sendbuf,
 		   void *recvbuf, int count, MPI_Datatype dt, size_t bytes)
 {
-	int k = isle__cal_class(bytes),
-	    i = k >= 0 && c->route[k] > 0 ? c->route[k] : 0;
+	int h = isle__cal_half(bytes),
+	    i = h >= 0 && c->route_half[h] > 0 ? c->route_half[h] : 0;
 
 	return isle__lib_allreduce(&c->lib[i], sendbuf, recvbuf, count, dt,
 				   MPI_SUM, c->lib_comm[i]);

@@ -55,6 +55,16 @@ static inline int isle__cal_class(size_t bytes)
 	return k < ISLE__CAL_N ? k : -1;
 }
 
+/* 2k for the sizes of class k up to its probe size, 2k + 1 above it; -1
+ * above the top class. */
+static inline int isle__cal_half(size_t bytes)
+{
+	int k = isle__cal_class(bytes);
+
+	return k < 0 ? -1
+		     : 2 * k + (bytes > ((size_t)ISLE__CAL_MIN << (2 * k)));
+}
+
 /* Payload bytes (per rank) the probe moves: nlib library algorithms at
  * every size, the shim's path at the sizes in shim_mask (bit k: size
  * ISLE__CAL_MIN << 2k), warm-up included. */
@@ -175,6 +185,11 @@ struct isle_comm {
 	 * won, or no probe yet), i >= 0 library algorithm lib[i] (faster
 	 * than the shim and than every other candidate). */
 	signed char route[ISLE__CAL_N];
+	/* What calls get, per half class (isle__cal_half): route[k] where a
+	 * library algorithm won at k, else the library's pick at the
+	 * neighbouring probe size on that side, if any: between two probe
+	 * sizes the shim keeps calls only where it won at both. */
+	signed char route_half[2 * ISLE__CAL_N];
 	/* Above the probed sizes: the shim's and the library default's times
 	 * as lines through the top two probe sizes; the shim keeps a call of
 	 * n bytes only while big_da + n * big_dc < 0 (big_fit set). */
@@ -237,9 +252,9 @@ isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
 /* Whether the probe gave calls of `bytes` to the library. */
 static inline int isle__routed(const struct isle_comm *c, size_t bytes)
 {
-	int k = isle__cal_class(bytes);
+	int h = isle__cal_half(bytes);
 
-	return k >= 0 && c->route[k] >= 0;
+	return h >= 0 && c->route_half[h] >= 0;
 }
 /* A call the shim hands to the library, by the algorithm the probe picked
  * for its size (the default where it picked none). MPI's return code. */

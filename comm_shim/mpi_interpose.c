@@ -398,13 +398,22 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 	    last->gen == __atomic_load_n(&ctx_gen, __ATOMIC_ACQUIRE)) {
 		size_t bytes = (size_t)count * (datatype == MPI_DOUBLE ? 8 : 4);
 		isle_comm *lc = last->c;
+		int h = isle__cal_half(bytes),
+		    i = h < 0 ? -1 : lc->route_half[h];
 
 		if (lc->carried + bytes < lc->cal_due &&
-		    (bytes <= lc->small_pass || isle__routed(lc, bytes))) {
+		    (bytes <= lc->small_pass || i >= 0)) {
 			lc->carried += bytes;
 			isle__stat_call(bytes, 0);
-			if (isle__lib_call(lc, sendbuf, recvbuf, count,
-					   datatype, bytes) == MPI_SUCCESS)
+			/* isle__lib_call's choice, inline: the default's
+			 * call is the cost of every pass-through. */
+			if ((i > 0
+				 ? isle__lib_allreduce(&lc->lib[i], sendbuf,
+						       recvbuf, count, datatype,
+						       op, lc->lib_comm[i])
+				 : PMPI_Allreduce(sendbuf, recvbuf, count,
+						  datatype, op,
+						  lc->sync.all)) == MPI_SUCCESS)
 				return MPI_SUCCESS;
 			return fail(comm, "MPI_Allreduce", -EIO);
 		}

@@ -183,6 +183,14 @@ static void test_cal_class(void **state)
 		    isle__cal_class((size_t)ISLE__CAL_MIN << (2 * k)), k);
 	assert_int_equal(isle__cal_class(4u << 20), ISLE__CAL_N - 1);
 	assert_int_equal(isle__cal_class((4u << 20) + 1), -1);
+	/* halves: up to the probe size, above it */
+	assert_int_equal(isle__cal_half(8), 0);
+	assert_int_equal(isle__cal_half(9), 1);
+	assert_int_equal(isle__cal_half(32), 2);
+	assert_int_equal(isle__cal_half(64), 3);
+	assert_int_equal(isle__cal_half(256u << 10), 2 * 7 + 1);
+	assert_int_equal(isle__cal_half(4u << 20), 2 * ISLE__CAL_N - 1);
+	assert_int_equal(isle__cal_half((4u << 20) + 1), -1);
 }
 
 static void test_probe_bound(void **state)
