@@ -387,8 +387,7 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 
 /* ", probed 8:rdoubling 32:default ... 2M:isle": who runs each size class
  * after the probe ("isle": the model decides, shim or library default). */
-static void isle__describe_picks(const struct isle_comm *c, char *buf,
-				 size_t len)
+static void describe_picks(const struct isle_comm *c, char *buf, size_t len)
 {
 	size_t o = (size_t)snprintf(buf, len, ", probed");
 
@@ -455,7 +454,7 @@ static void describe(struct isle_comm *c)
 				      ", MPI's own up to %zu bytes (probed)",
 				      c->pass_max);
 	if (c->probed && o < sizeof(c->desc))
-		isle__describe_picks(c, c->desc + o, sizeof(c->desc) - o);
+		describe_picks(c, c->desc + o, sizeof(c->desc) - o);
 }
 
 /*
@@ -862,7 +861,7 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 		if ((rc = calibrate(c)))
 			return rc;
 		describe(c);
-		isle__describe_picks(c, picks, sizeof(picks));
+		describe_picks(c, picks, sizeof(picks));
 		if (c->cfg.verbose && c->sync.rank == 0)
 			fprintf(stderr,
 				"isle_comm: %d ranks: crossover probed at %s "

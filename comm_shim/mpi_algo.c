@@ -161,9 +161,12 @@ int isle__lib_usable(void)
 		return 0;
 #ifdef OPEN_MPI
 	{
-		struct cvar *dyn = cvar_get(CVAR_DYN);
+		struct cvar *dyn = cvar_get(CVAR_DYN),
+			    *seg = cvar_get(CVAR_SEG);
 
-		if (!dyn || !dyn->orig || cvar_write(CVAR_SEG, 0, 1))
+		/* Writable: its own value back. */
+		if (!dyn || !dyn->orig || !seg ||
+		    cvar_write(CVAR_SEG, seg->orig, 1))
 			return 0;
 	}
 #endif
