@@ -202,18 +202,34 @@ isle_algo isle_algo_choose(const struct isle_algo_level *lv, int nlevels,
 	return best;
 }
 
-uint64_t isle__probe_cost(unsigned mask)
+uint64_t isle__probe_cost(unsigned shim_mask, int nlib)
 {
 	uint64_t cost = 0;
 
 	for (int k = 0; k < ISLE__CAL_N; k++)
-		if (mask & (1u << k))
-			cost += 2 * (ISLE__CAL_REPS + 1) *
-				((uint64_t)ISLE__CAL_MIN << (2 * k));
+		cost += (uint64_t)(nlib + !!(shim_mask & (1u << k))) *
+			(uint64_t)(isle__cal_reps(k) + 1) *
+			((uint64_t)ISLE__CAL_MIN << (2 * k));
 	return cost;
 }
 
 int isle__probe_due(uint64_t carried, uint64_t cost, double share)
 {
 	return share <= 0 || (double)cost <= share * (double)carried;
+}
+
+uint64_t isle__probe_due_at(uint64_t cost, double share)
+{
+	uint64_t at;
+
+	if (share <= 0 || !cost)
+		return 0;
+	if ((double)cost / share >= 1.8e19)
+		return UINT64_MAX; /* never */
+	at = (uint64_t)((double)cost / share);
+	while (at && isle__probe_due(at - 1, cost, share))
+		at--;
+	while (!isle__probe_due(at, cost, share))
+		at++;
+	return at;
 }

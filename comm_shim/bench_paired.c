@@ -50,14 +50,15 @@
 #include <mpi.h>
 
 #include "bench_util.h"
+#include "mpi_algo.h"
 
 #define MAXV 16
 
 struct variant {
 	char name[64];
 	MPI_Comm comm;
-	int shim;     /* through MPI_Allreduce (the shim) */
-	int cvar_val; /* MPICH: algorithm to write before each call */
+	int shim;		   /* through MPI_Allreduce (the shim) */
+	struct isle__lib_algo lib; /* mpi_*: the library's algorithm */
 	int lossy;
 	double *t;
 	long mismatches;
@@ -73,49 +74,6 @@ static void die(const char *msg, const char *arg)
 		fprintf(stderr, "bench_paired: %s%s\n", msg, arg ? arg : "");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 	exit(2);
-}
-
-static int cvar_index(const char *want)
-{
-	int n = 0;
-
-	MPI_T_cvar_get_num(&n);
-	for (int i = 0; i < n; i++) {
-		char name[256], desc[8];
-		int nl = sizeof(name), dl = sizeof(desc), verb, bind, scope;
-		MPI_Datatype dt;
-		MPI_T_enum en;
-
-		if (MPI_T_cvar_get_info(i, name, &nl, &verb, &dt, &en, desc,
-					&dl, &bind, &scope) == MPI_SUCCESS &&
-		    !strcmp(name, want))
-			return i;
-	}
-	return -1;
-}
-
-/* Writes an int control variable; dies when the library refuses. */
-static void cvar_write(const char *name, int v)
-{
-	static MPI_T_cvar_handle h[4];
-	static const char *names[4];
-	int i, k, cnt, back = -1;
-
-	for (k = 0; k < 4 && names[k] && strcmp(names[k], name); k++)
-		;
-	if (k == 4)
-		die("too many control variables", NULL);
-	if (!names[k]) {
-		if ((i = cvar_index(name)) < 0)
-			die("no MPI_T control variable ", name);
-		if (MPI_T_cvar_handle_alloc(i, NULL, &h[k], &cnt) !=
-		    MPI_SUCCESS)
-			die("cannot bind control variable ", name);
-		names[k] = name;
-	}
-	if (MPI_T_cvar_write(h[k], &v) != MPI_SUCCESS ||
-	    MPI_T_cvar_read(h[k], &back) != MPI_SUCCESS || back != v)
-		die("the library does not take run-time writes of ", name);
 }
 
 static size_t parse_size(const char *s)
@@ -155,7 +113,6 @@ static void setup(struct variant *v, const char *mpi, int iters)
 	v->comm = MPI_COMM_NULL;
 	v->shim = v->lossy = 0;
 	v->mismatches = 0;
-	v->cvar_val = -1;
 	v->t = calloc((size_t)iters, sizeof(double));
 	if (!v->t)
 		die("out of memory", NULL);
@@ -179,46 +136,22 @@ static void setup(struct variant *v, const char *mpi, int iters)
 	}
 	if (strncmp(n, "mpi_", 4))
 		die("unknown variant ", n);
-	if (!strcmp(mpi, "mpich")) {
-		static const char *const algs[] = {"mpi_auto", "mpi_nb",
-						   "mpi_smp", "mpi_rdoubling",
-						   "mpi_rsag"};
-
-		for (int i = 0; i < 5; i++)
-			if (!strcmp(n, algs[i]))
-				v->cvar_val = i;
-		if (v->cvar_val < 0)
-			die("unknown MPICH variant ", n);
+	/* han: the job's own default (the script selects it); the others
+	 * through mpi_algo.c, as the shim's probe picks them. */
+	if (!strcmp(mpi, "openmpi") && !strcmp(n, "mpi_han")) {
 		MPI_Comm_dup(MPI_COMM_WORLD, &v->comm);
 		return;
 	}
-	if (!strcmp(n, "mpi_han")) {
-		MPI_Comm_dup(MPI_COMM_WORLD, &v->comm);
-		return;
-	}
-	{
-		int alg = -1, seg = 0;
-
-		if (!strcmp(n, "mpi_default"))
-			alg = 0;
-		else if (!strcmp(n, "mpi_ring"))
-			alg = 4;
-		else if (!strcmp(n, "mpi_rdoubling"))
-			alg = 3;
-		else if (!strcmp(n, "mpi_rabenseifner"))
-			alg = 6;
-		else if (!strncmp(n, "mpi_segring:", 12)) {
-			alg = 5;
-			seg = (int)parse_size(n + 12);
-		}
-		if (alg < 0)
-			die("unknown Open MPI variant ", n);
-		cvar_write("coll_tuned_allreduce_algorithm", alg);
-		cvar_write("coll_tuned_allreduce_algorithm_segmentsize", seg);
-		MPI_Comm_dup(MPI_COMM_WORLD, &v->comm);
-		cvar_write("coll_tuned_allreduce_algorithm", 0);
-		cvar_write("coll_tuned_allreduce_algorithm_segmentsize", 0);
-	}
+	if (isle__lib_parse(n + 4, &v->lib))
+		die(!strcmp(mpi, "mpich") ? "unknown MPICH variant "
+					  : "unknown Open MPI variant ",
+		    n);
+	if (v->lib.alg && !isle__lib_usable())
+		die("the library does not take run-time algorithm choices "
+		    "(Open MPI: --mca coll_tuned_use_dynamic_rules 1): ",
+		    n);
+	if (isle__lib_dup(MPI_COMM_WORLD, &v->lib, &v->comm))
+		die("cannot set up ", n);
 }
 
 /* One call of variant v; the slowest rank's time. Checks every element
@@ -228,18 +161,14 @@ static double call(struct variant *v, const char *mpi, const float *in,
 {
 	double t, tmax, acc[2] = {0, 0};
 
-	if (v->cvar_val >= 0)
-		cvar_write("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", v->cvar_val);
 	PMPI_Barrier(MPI_COMM_WORLD);
 	t = isle__bench_now_s();
 	if ((v->shim
 		 ? MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, v->comm)
-		 : PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
-				  v->comm)) != MPI_SUCCESS)
+		 : isle__lib_allreduce(&v->lib, in, out, (int)n, MPI_FLOAT,
+				       MPI_SUM, v->comm)) != MPI_SUCCESS)
 		die("allreduce failed: ", v->name);
 	t = isle__bench_now_s() - t;
-	if (v->cvar_val >= 0)
-		cvar_write("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", 0);
 	v->mismatches += isle__bench_check(out, ref, n, rank, size, acc);
 	if (first) {
 		double sum[2];

@@ -385,6 +385,44 @@ static int check_plans_agree(struct isle_comm *c, MPI_Comm comm, int p, int rc,
 	return load_plan(c, comm, p, err, errlen);
 }
 
+/* ", probed 8:rdoubling 32:default ... 2M:isle": who runs each size class
+ * after the probe ("isle": the model decides, shim or library default). */
+static void describe_picks(const struct isle_comm *c, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, ", probed");
+
+	for (int k = 0; k < ISLE__CAL_N && o < len; k++) {
+		size_t b = (size_t)ISLE__CAL_MIN << (2 * k);
+
+		o += (size_t)snprintf(
+		    buf + o, len - o, " %zu%s:%s",
+		    b >> (b >= (1u << 20) ? 20
+			  : b >= 1024	  ? 10
+					  : 0),
+		    b >= (1u << 20) ? "M"
+		    : b >= 1024	    ? "K"
+				    : "",
+		    c->route[k] >= 0 ? c->lib[c->route[k]].name : "isle");
+	}
+	/* Above the top class (top bytes): where the lines cross, if they
+	 * do there (n = -da / dc). */
+	if (c->big_fit && o < len) {
+		double top =
+		    2.0 * ((size_t)ISLE__CAL_MIN << (2 * (ISLE__CAL_N - 1)));
+		double x = c->big_dc != 0 ? -c->big_da / c->big_dc : -1;
+		int isle_top = c->big_da + top * c->big_dc < 0;
+
+		if (x <= top)
+			snprintf(buf + o, len - o, ", above: %s",
+				 isle_top ? "isle" : "default");
+		else
+			snprintf(buf + o, len - o,
+				 ", above: %s to %.0f B, then %s",
+				 isle_top ? "isle" : "default", x,
+				 isle_top ? "default" : "isle");
+	}
+}
+
 static void describe(struct isle_comm *c)
 {
 	const struct isle__chan *ch = &c->sync;
@@ -409,38 +447,47 @@ static void describe(struct isle_comm *c)
 		    lv->name, isle_scope_name(c->plan->levels[l].scope),
 		    lv->nshards, lv->max_size, lv->bw_gbps, lv->lat_us, codec);
 	}
+	/* "MPI's own up to": fabric_replay.c reads it (the helper's
+	 * crossover); the picks follow. */
 	if (c->pass_max && o < sizeof(c->desc))
-		snprintf(c->desc + o, sizeof(c->desc) - o,
-			 ", MPI's own up to %zu bytes (probed)", c->pass_max);
+		o += (size_t)snprintf(c->desc + o, sizeof(c->desc) - o,
+				      ", MPI's own up to %zu bytes (probed)",
+				      c->pass_max);
+	if (c->probed && o < sizeof(c->desc))
+		describe_picks(c, c->desc + o, sizeof(c->desc) - o);
 }
 
 /*
  * The crossover probe (ISLE_COMM_CALIBRATE, auto only): where the model
  * trusts plan latencies that a loaded or oversubscribed host does not
- * deliver, the shim's many small steps lose to the library's few. At each
- * probe size the model gives to the shim, the library's allreduce and the
- * shim's are timed in turn (median of CAL_REPS after a warm-up, each rank);
- * one MPI_MAX allreduce of all the times gives every rank the same numbers,
- * so all set the same pass_max: the largest probe size the library won.
- * Above the probes the model decides (bandwidth terms, which it gets right).
+ * deliver, the shim's many small steps lose to the library's few, and the
+ * library's default is not its own best algorithm at every size. At each
+ * probe size (8 B .. 2 MiB, x4) every candidate is timed in turn (median of
+ * isle__cal_reps after a warm-up, each rank): the library's algorithms that it
+ * lets a caller pick (lib_candidates, mpi_algo.h; its default first) and
+ * the shim's path where the model gives it the size. One MPI_MAX allreduce
+ * of all the times gives every rank the same numbers, so all pick alike:
+ * per size class the fastest, where a library algorithm only displaces the
+ * default or the shim by being strictly faster. Above the probes, where
+ * bandwidth terms rule, the shim's and the default's times at the top two
+ * sizes extend as lines, and the shim keeps a call only where its line is
+ * the lower.
  *
- * It runs at the communicator's first blocking allreduce of CAL_MIN to
- * CAL_MAX bytes, not at set-up: a collective call has the same count on
- * every rank, so all enter it together, and a communicator that never
- * carries such sizes (a job's world with its small reductions, a 64 MiB
- * gradient) never pays its traffic. It stops at 1 MiB: each step up
- * quadruples its traffic (about 11 MB per rank to 1 MiB, 45 MB to 4 MiB),
- * which a short job's communicators do not earn back. And it waits until
- * the communicator has carried 1 / ISLE_COMM_PROBE_SHARE times its payload
- * (isle__probe_due; blocking calls above small_pass, which every rank
- * counts alike): a job that moves little never pays it, and no job pays
- * more than that share. Until then the model decides alone.
+ * It runs at a float or double sum (the same call on every rank: both of
+ * the interposer's paths count the payload alike) once the communicator
+ * has carried 1 / ISLE_COMM_PROBE_SHARE times the probe's payload
+ * (isle__probe_due_at): a job that moves little never pays it, and no job
+ * pays more than that share. About 58 MB per rank with four Open MPI
+ * algorithms and the shim at every size, 70 MB with MPICH's five. Until
+ * then the model decides alone, and the library runs its default.
  */
 #define CAL_MIN ISLE__CAL_MIN
-#define CAL_N ISLE__CAL_N /* 256 B .. 1 MiB, x4 */
+#define CAL_N ISLE__CAL_N /* 8 B .. 2 MiB, x4 */
 #define CAL_MAX (CAL_MIN << (2 * (CAL_N - 1)))
-#define CAL_REPS ISLE__CAL_REPS
 #define SMALL_PASS_MAX (64u << 10)
+#define CAL_TIE 0.05 /* the shim's margin over the library (calibrate) */
+
+int isle__app_thread_level = -1;
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -449,24 +496,73 @@ static int cmp_dbl(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * The library's algorithms the probe tries: its default alone unless it
+ * lets a caller pick (mpi_algo.h) and no thread of the application's can
+ * make MPI calls beside the shim's (the picks go through process-wide
+ * control variables). Job-wide facts, so the same on every rank.
+ */
+static void lib_candidates(struct isle_comm *c)
+{
+	int level = isle__app_thread_level, ok = 0;
+
+	c->nlib = 1;
+	c->lib_comm[0] = c->sync.all;
+	isle__lib_parse(isle__lib_probe_names[0], &c->lib[0]);
+	if (level < 0 && PMPI_Query_thread(&level) != MPI_SUCCESS)
+		level = MPI_THREAD_MULTIPLE;
+	if (level < MPI_THREAD_MULTIPLE && isle__lib_t_init() == 0)
+		ok = isle__lib_usable();
+	for (int i = 1; ok && isle__lib_probe_names[i] && i < ISLE__LIB_MAX;
+	     i++) {
+		if (isle__lib_parse(isle__lib_probe_names[i], &c->lib[i]))
+			break;
+		c->lib_comm[i] = MPI_COMM_NULL;
+		c->nlib = i + 1;
+	}
+}
+
+/* One timed run of candidate w (w < nlib: library algorithm w; nlib: the
+ * shim by algo) on buf, n floats. */
+static int probe_run(struct isle_comm *c, int w, float *buf, size_t n,
+		     isle_algo algo)
+{
+	struct isle__chan *ch = &c->sync;
+
+	if (w == c->nlib)
+		return isle__allreduce(ch, buf, n, ISLE_DTYPE_F32, algo,
+				       UINT64_MAX);
+	isle__stat_probe_lib(ch, n * 4);
+	return isle__lib_allreduce(&c->lib[w], MPI_IN_PLACE, buf, (int)n,
+				   MPI_FLOAT, MPI_SUM,
+				   c->lib_comm[w]) == MPI_SUCCESS
+		   ? 0
+		   : -EIO;
+}
+
+/* Line a + n * slope through (n0, t0) and (n1, t1). */
+static void line2(double n0, double t0, double n1, double t1, double *a,
+		  double *slope)
+{
+	*slope = (t1 - t0) / (n1 - n0);
+	*a = t1 - *slope * n1;
+}
+
 static int calibrate(struct isle_comm *c)
 {
 	struct isle__chan *ch = &c->sync;
-	double mine[2 * CAL_N], all[2 * CAL_N];
+	int nv = c->nlib + 1; /* candidates: the library's, then the shim */
+	double mine[CAL_N * (ISLE__LIB_MAX + 1)],
+	    all[CAL_N * (ISLE__LIB_MAX + 1)];
 	isle_algo algo[CAL_N];
 	float *buf = NULL, *tmpl = NULL;
-	int rc = 0, any = 0;
+	int rc = 0;
 	double start = isle__now();
 
 	c->pass_max = 0;
-	for (int k = 0; k < CAL_N; k++) {
-		algo[k] =
-		    isle__choose(c, (CAL_MIN << (2 * k)) / 4, ISLE_DTYPE_F32);
-		any |= algo[k] != ISLE_ALGO_PASSTHROUGH;
-	}
-	/* Same plan, same config on every rank: all skip alike. */
-	if (!any || ch->size < 2)
-		return 0;
+	for (int k = 0; k < CAL_N; k++)
+		algo[k] = isle__choose_pm(c, (CAL_MIN << (2 * k)) / 4,
+					  ISLE_DTYPE_F32, 0);
 	ch->probing = 1; /* its traffic counts apart (report) */
 	buf = malloc(CAL_MAX);
 	tmpl = malloc(CAL_MAX);
@@ -474,54 +570,92 @@ static int calibrate(struct isle_comm *c)
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* Open MPI: a communicator per algorithm (collective, all ranks). */
+	for (int i = 1; i < c->nlib; i++)
+		if (c->lib_comm[i] == MPI_COMM_NULL &&
+		    (rc = isle__lib_dup(ch->all, &c->lib[i], &c->lib_comm[i])))
+			goto out;
 	for (size_t i = 0; i < CAL_MAX / 4; i++)
 		tmpl[i] = (float)((int)(i % 7) - 3) * 0.25f;
 	for (int k = 0; k < CAL_N; k++) {
-		size_t bytes = CAL_MIN << (2 * k), n = bytes / 4;
-		double t[2][CAL_REPS];
+		size_t bytes = CAL_MIN << (2 * k),
+		       n = bytes / 4 ? bytes / 4 : 1;
+		double t[ISLE__LIB_MAX + 1][ISLE__CAL_REPS_MAX];
+		int reps = isle__cal_reps(k);
 
-		mine[2 * k] = mine[2 * k + 1] = 0;
-		if (algo[k] == ISLE_ALGO_PASSTHROUGH)
-			continue;
-		for (int r = -1; r < CAL_REPS; r++)
-			for (int w = 0; w < 2; w++) { /* library, shim */
+		for (int r = -1; r < reps; r++)
+			for (int j = 0; j < nv; j++) {
+				/* The order turns each round: no candidate
+				 * always follows the same one. */
+				int w = (j + r + 1) % nv;
 				double t0;
 
-				memcpy(buf, tmpl, bytes);
+				if (w == c->nlib &&
+				    algo[k] == ISLE_ALGO_PASSTHROUGH)
+					continue;
+				memcpy(buf, tmpl, n * 4);
 				PMPI_Barrier(ch->all);
 				t0 = isle__now();
-				if (w == 0)
-					isle__stat_probe_lib(ch, bytes);
-				if (w == 0)
-					rc = PMPI_Allreduce(MPI_IN_PLACE, buf,
-							    (int)n, MPI_FLOAT,
-							    MPI_SUM, ch->all) ==
-						     MPI_SUCCESS
-						 ? 0
-						 : -EIO;
-				else
-					rc = isle__allreduce(
-					    ch, buf, n, ISLE_DTYPE_F32, algo[k],
-					    UINT64_MAX);
-				if (rc)
+				if ((rc = probe_run(c, w, buf, n, algo[k])))
 					goto out;
 				if (r >= 0)
 					t[w][r] = isle__now() - t0;
 			}
-		for (int w = 0; w < 2; w++) {
-			qsort(t[w], CAL_REPS, sizeof(double), cmp_dbl);
-			mine[2 * k + w] = t[w][CAL_REPS / 2];
+		for (int w = 0; w < nv; w++) {
+			mine[k * nv + w] = 0;
+			if (w == c->nlib && algo[k] == ISLE_ALGO_PASSTHROUGH)
+				continue;
+			qsort(t[w], (size_t)reps, sizeof(double), cmp_dbl);
+			mine[k * nv + w] = t[w][reps / 2];
 		}
 	}
-	if (PMPI_Allreduce(mine, all, 2 * CAL_N, MPI_DOUBLE, MPI_MAX,
+	/* The slowest rank's times, the same on every rank: all pick alike. */
+	if (PMPI_Allreduce(mine, all, CAL_N * nv, MPI_DOUBLE, MPI_MAX,
 			   ch->all) != MPI_SUCCESS) {
 		rc = -EIO;
 		goto out;
 	}
-	for (int k = 0; k < CAL_N; k++)
-		if (algo[k] != ISLE_ALGO_PASSTHROUGH &&
-		    all[2 * k + 1] > all[2 * k])
+	for (int k = 0; k < CAL_N; k++) {
+		const double *tk = all + k * nv;
+		int shim = algo[k] != ISLE_ALGO_PASSTHROUGH;
+		int best = 0;
+
+		/* Another library algorithm takes over from the default
+		 * only by being strictly faster; the shim only by beating
+		 * the library's best by CAL_TIE (passthrough wins ties:
+		 * within the noise of a few repetitions on a shared host,
+		 * the library is the side that cannot make a job slower). */
+		for (int w = 1; w < c->nlib; w++)
+			if (tk[w] < tk[best])
+				best = w;
+		if (shim && tk[c->nlib] < (1 - CAL_TIE) * tk[best])
+			best = c->nlib;
+		c->route[k] = (signed char)(best == c->nlib ? -1 : best);
+		if (shim && best != c->nlib)
 			c->pass_max = CAL_MIN << (2 * k);
+	}
+	for (int h = 0; h < 2 * CAL_N; h++) {
+		int k = h / 2, j = h % 2 ? k + 1 : k - 1;
+
+		c->route_half[h] = c->route[k];
+		if (c->route[k] < 0 && j >= 0 && j < CAL_N)
+			c->route_half[h] = c->route[j];
+	}
+	/* Above the probe, bandwidth terms: where the shim and the default
+	 * ran at the top two sizes, their lines decide. */
+	c->big_fit = algo[CAL_N - 2] != ISLE_ALGO_PASSTHROUGH &&
+		     algo[CAL_N - 1] != ISLE_ALGO_PASSTHROUGH;
+	if (c->big_fit) {
+		double n0 = CAL_MAX / 4, n1 = CAL_MAX, as, cs, ad, cd;
+		const double *t0 = all + (CAL_N - 2) * nv,
+			     *t1 = all + (CAL_N - 1) * nv;
+
+		line2(n0, t0[c->nlib], n1, t1[c->nlib], &as, &cs);
+		line2(n0, t0[0], n1, t1[0], &ad, &cd);
+		c->big_da = as - ad;
+		c->big_dc = cs - cd;
+	}
+	c->probed = 1;
 out:
 	ch->probing = 0;
 	isle__stat_probe_time(isle__now() - start);
@@ -581,8 +715,9 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 			   isle_comm_strerror(rc));
 		goto out;
 	}
-	c->cal_pending = c->cfg.calibrate && c->cfg.algo == ISLE_ALGO_AUTO &&
-			 c->sync.size > 1;
+	memset(c->route, 0xff, sizeof(c->route));
+	memset(c->route_half, 0xff, sizeof(c->route_half));
+	lib_candidates(c);
 	/* The sizes the choice gives to the library whatever the probe
 	 * finds (it only ever moves sizes to the library): a job-wide value
 	 * (plan and settings), so all ranks hand the same calls over. */
@@ -596,11 +731,25 @@ int isle_comm_create(MPI_Comm comm, const struct isle_comm_config *cfg,
 	}
 	if (c->sync.size < 2)
 		c->small_pass = 0;
-	/* The sizes calibrate() will probe: those the model gives the shim. */
-	for (int k = 0; k < CAL_N; k++)
-		if (isle__choose_pm(c, (CAL_MIN << (2 * k)) / 4, ISLE_DTYPE_F32,
-				    0) != ISLE_ALGO_PASSTHROUGH)
-			c->cal_cost += isle__probe_cost(1u << k);
+	/* The probe: the shim's path where the model gives it the size, the
+	 * library's algorithms everywhere; none where there is no choice. */
+	{
+		unsigned shim = 0;
+
+		for (int k = 0; k < CAL_N; k++)
+			if (isle__choose_pm(c, (CAL_MIN << (2 * k)) / 4,
+					    ISLE_DTYPE_F32,
+					    0) != ISLE_ALGO_PASSTHROUGH)
+				shim |= 1u << k;
+		c->cal_pending = c->cfg.calibrate &&
+				 c->cfg.algo == ISLE_ALGO_AUTO &&
+				 c->sync.size > 1 && (shim || c->nlib > 1);
+		c->cal_cost = isle__probe_cost(shim, c->nlib);
+		c->cal_due =
+		    c->cal_pending
+			? isle__probe_due_at(c->cal_cost, c->cfg.probe_share)
+			: UINT64_MAX;
+	}
 	describe(c);
 	if (c->cfg.async)
 		isle__async_start(c); /* stays NULL without THREAD_MULTIPLE */
@@ -618,6 +767,9 @@ void isle_comm_destroy(isle_comm *c)
 	if (!c)
 		return;
 	isle__async_stop(c);
+	for (int i = 1; i < c->nlib; i++)
+		if (c->lib_comm[i] != MPI_COMM_NULL)
+			PMPI_Comm_free(&c->lib_comm[i]);
 	chan_free(&c->sync);
 	chan_free(&c->async);
 	isle_plan_destroy(c->plan);
@@ -635,7 +787,27 @@ int isle_comm_describe(const isle_comm *c, char *buf, size_t len)
 isle_algo isle__choose(const struct isle_comm *c, size_t count,
 		       isle_dtype dtype)
 {
-	return isle__choose_pm(c, count, dtype, c->pass_max);
+	size_t bytes = count * (dtype == ISLE_DTYPE_F64 ? 8 : 4);
+	isle_algo a = isle__choose_pm(c, count, dtype, 0);
+
+	if (a == ISLE_ALGO_PASSTHROUGH || c->cfg.algo != ISLE_ALGO_AUTO)
+		return a;
+	if (isle__routed(c, bytes))
+		return ISLE_ALGO_PASSTHROUGH;
+	if (isle__cal_class(bytes) < 0 && c->big_fit &&
+	    !(c->big_da + (double)bytes * c->big_dc < 0))
+		return ISLE_ALGO_PASSTHROUGH;
+	return a;
+}
+
+int isle__lib_call(const struct isle_comm *c, const void *sendbuf,
+		   void *recvbuf, int count, MPI_Datatype dt, size_t bytes)
+{
+	int h = isle__cal_half(bytes),
+	    i = h >= 0 && c->route_half[h] > 0 ? c->route_half[h] : 0;
+
+	return isle__lib_allreduce(&c->lib[i], sendbuf, recvbuf, count, dt,
+				   MPI_SUM, c->lib_comm[i]);
 }
 
 isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
@@ -677,42 +849,46 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 
 	if (count > INT_MAX)
 		return -EOVERFLOW;
-	/* Not at sizes small_pass hands over: the interposer's short path
-	 * skips this function for them on some calls, and all ranks must
-	 * enter the probe at the same call. */
-	if (count * es > c->small_pass)
-		c->carried += count * es;
-	if (c->cal_pending && count * es >= CAL_MIN && count * es <= CAL_MAX &&
-	    count * es > c->small_pass &&
-	    isle__probe_due(c->carried, c->cal_cost, c->cfg.probe_share)) {
+	/* Counted on both paths (the interposer's short one too), so that
+	 * every rank enters the probe at the same call. */
+	c->carried += count * es;
+	if (c->carried >= c->cal_due) {
+		char picks[256];
 		int rc;
 
 		c->cal_pending = 0;
+		c->cal_due = UINT64_MAX;
 		if ((rc = calibrate(c)))
 			return rc;
 		describe(c);
+		describe_picks(c, picks, sizeof(picks));
 		if (c->cfg.verbose && c->sync.rank == 0)
 			fprintf(stderr,
 				"isle_comm: %d ranks: crossover probed at %s "
 				"allreduce of %zu bytes (%llu bytes carried, "
-				"probe %llu): MPI's own up to %zu bytes\n",
+				"probe %llu): MPI's own up to %zu bytes%s\n",
 				c->sync.size,
 				c->carried == count * es ? "the first" : "an",
 				count * es, (unsigned long long)c->carried,
-				(unsigned long long)c->cal_cost, c->pass_max);
+				(unsigned long long)c->cal_cost, c->pass_max,
+				picks);
+		/* ISLE_COMM_VERBOSE=2: every rank's picks (the same). */
+		if (c->cfg.verbose >= 2)
+			fprintf(stderr, "isle_comm: rank %d of %d%s\n",
+				c->sync.rank, c->sync.size, picks);
 	}
 	algo = isle__choose(c, count, dtype);
 	isle__stat_call(count * es, algo != ISLE_ALGO_PASSTHROUGH);
 	if (algo != ISLE_ALGO_PASSTHROUGH)
 		isle__stat_taken(&c->sync, count, dtype, algo);
-	if (algo == ISLE_ALGO_PASSTHROUGH) {
-		int rc = PMPI_Allreduce(
-		    sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count,
-		    dtype == ISLE_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
-		    c->sync.all);
-
-		return rc == MPI_SUCCESS ? 0 : -EIO;
-	}
+	if (algo == ISLE_ALGO_PASSTHROUGH)
+		return isle__lib_call(c, sendbuf ? sendbuf : MPI_IN_PLACE,
+				      recvbuf, (int)count,
+				      dtype == ISLE_DTYPE_F64 ? MPI_DOUBLE
+							      : MPI_FLOAT,
+				      count * es) == MPI_SUCCESS
+			   ? 0
+			   : -EIO;
 	if (sendbuf && sendbuf != recvbuf)
 		memcpy(recvbuf, sendbuf, count * es);
 	return isle__allreduce(&c->sync, recvbuf, count, dtype, algo, key);

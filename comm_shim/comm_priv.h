@@ -27,24 +27,58 @@ static inline void isle__shard(size_t n, int s, int q, size_t *off, size_t *len)
 
 /*
  * The crossover probe (comm.c): sizes ISLE__CAL_MIN << 2k for k <
- * ISLE__CAL_N (256 B .. 1 MiB), each run ISLE__CAL_REPS + 1 times (one
- * warm-up) by the library and by the shim.
+ * ISLE__CAL_N (8 B .. 2 MiB), each run isle__cal_reps(k) + 1 times (one
+ * warm-up; more where they cost little and noise is large) by every
+ * candidate: the library's algorithms it lets a caller
+ * pick (mpi_algo.h) and the shim's own path where the model gives it the
+ * size. Size class k holds the sizes nearest to its probe size: above
+ * (CAL_MIN << 2k) / 2, up to (CAL_MIN << 2k) * 2; -1 above the top one.
  */
-#define ISLE__CAL_MIN 256u
-#define ISLE__CAL_N 7
-#define ISLE__CAL_REPS 3
+#define ISLE__CAL_MIN 8u
+#define ISLE__CAL_N 10
+#define ISLE__CAL_REPS_MAX 11
 
-/* Payload bytes (per rank) the probe of the sizes in mask (bit k: size
- * ISLE__CAL_MIN << 2k) moves, both libraries' runs. */
-uint64_t isle__probe_cost(unsigned mask);
+static inline int isle__cal_reps(int k)
+{
+	return (ISLE__CAL_MIN << (2 * k)) <= (32u << 10) ? ISLE__CAL_REPS_MAX
+							 : 3;
+}
+#define ISLE__LIB_MAX 6 /* library algorithms the probe tries, at most */
+
+static inline int isle__cal_class(size_t bytes)
+{
+	int k = 0;
+
+	while (k < ISLE__CAL_N &&
+	       bytes > ((size_t)ISLE__CAL_MIN << (2 * k)) * 2)
+		k++;
+	return k < ISLE__CAL_N ? k : -1;
+}
+
+/* 2k for the sizes of class k up to its probe size, 2k + 1 above it; -1
+ * above the top class. */
+static inline int isle__cal_half(size_t bytes)
+{
+	int k = isle__cal_class(bytes);
+
+	return k < 0 ? -1
+		     : 2 * k + (bytes > ((size_t)ISLE__CAL_MIN << (2 * k)));
+}
+
+/* Payload bytes (per rank) the probe moves: nlib library algorithms at
+ * every size, the shim's path at the sizes in shim_mask (bit k: size
+ * ISLE__CAL_MIN << 2k), warm-up included. */
+uint64_t isle__probe_cost(unsigned shim_mask, int nlib);
 
 /*
  * 1 if a probe of cost payload bytes may run on a communicator whose
- * blocking allreduces have carried `carried` payload bytes: cost <= share *
+ * allreduces have carried `carried` payload bytes: cost <= share *
  * carried (share <= 0: always). The probe so stays within share of what
  * the communicator moved before it, and of what the job moves in all.
  */
 int isle__probe_due(uint64_t carried, uint64_t cost, double share);
+/* The least `carried` for which isle__probe_due() holds. */
+uint64_t isle__probe_due_at(uint64_t cost, double share);
 
 /* Codec internals (codec_cpu.c, codec_cuda.cu). */
 
@@ -73,6 +107,8 @@ void isle__cpu_add_f64(double *dst, const double *src, size_t n);
 
 /* ------------------------------------------------- MPI internals */
 #ifdef MPI_VERSION
+
+#include "mpi_algo.h"
 
 #define ISLE__TAG 0x1517
 
@@ -129,15 +165,38 @@ struct isle_comm {
 	struct isle__chan sync, async;
 	struct isle__async *helper; /* NULL without THREAD_MULTIPLE */
 	int plans_differ; /* ranks loaded different plans: passthrough */
-	size_t pass_max;  /* auto: calibrated, up to this many bytes pass */
-	int cal_pending;  /* the probe waits for a mid-size call ... */
-	/* ... and for the payload of the blocking allreduces above small_pass
-	 * (carried) to reach cal_cost / cfg.probe_share (isle__probe_due). */
-	uint64_t carried, cal_cost;
+	/* auto, the probe: the largest probe size a library algorithm won
+	 * among those the model gives the shim (the helper's crossover). */
+	size_t pass_max;
+	int cal_pending; /* the probe waits for ... */
+	/* ... the payload of this communicator's float and double sums, on
+	 * either path (carried, the same on every rank), to reach cal_due
+	 * (isle__probe_due_at of its cost cal_cost; UINT64_MAX: no probe). */
+	uint64_t carried, cal_due, cal_cost;
 	/* Calls of up to this many bytes (either type) always go to the
 	 * library: the interposer hands them over at once (small_pass). */
 	size_t small_pass;
-	char desc[512];
+	/* The library's algorithms the probe tries (lib[0] its default) and,
+	 * Open MPI, a communicator for each (lib_comm[0]: sync.all). */
+	int nlib;
+	struct isle__lib_algo lib[ISLE__LIB_MAX];
+	MPI_Comm lib_comm[ISLE__LIB_MAX];
+	/* The probe's verdict per size class: -1 the model decides (the shim
+	 * won, or no probe yet), i >= 0 library algorithm lib[i] (faster
+	 * than the shim and than every other candidate). */
+	signed char route[ISLE__CAL_N];
+	/* What calls get, per half class (isle__cal_half): route[k] where a
+	 * library algorithm won at k, else the library's pick at the
+	 * neighbouring probe size on that side, if any: between two probe
+	 * sizes the shim keeps calls only where it won at both. */
+	signed char route_half[2 * ISLE__CAL_N];
+	/* Above the probed sizes: the shim's and the library default's times
+	 * as lines through the top two probe sizes; the shim keeps a call of
+	 * n bytes only while big_da + n * big_dc < 0 (big_fit set). */
+	int big_fit;
+	double big_da, big_dc;
+	int probed; /* route, big_* and pass_max hold the probe's verdict */
+	char desc[1024];
 };
 
 /* xport.c */
@@ -189,6 +248,21 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
  * helper thread's requests carry theirs). */
 isle_algo isle__choose_pm(const struct isle_comm *c, size_t count,
 			  isle_dtype dtype, size_t pass_max);
+
+/* Whether the probe gave calls of `bytes` to the library. */
+static inline int isle__routed(const struct isle_comm *c, size_t bytes)
+{
+	int h = isle__cal_half(bytes);
+
+	return h >= 0 && c->route_half[h] >= 0;
+}
+/* A call the shim hands to the library, by the algorithm the probe picked
+ * for its size (the default where it picked none). MPI's return code. */
+int isle__lib_call(const struct isle_comm *c, const void *sendbuf,
+		   void *recvbuf, int count, MPI_Datatype dt, size_t bytes);
+/* The thread level the application asked for (the interposer raises
+ * what it gets); -1 unknown: MPI_Query_thread's. */
+extern int isle__app_thread_level;
 
 /* coll.c: in-place sum of buf on channel ch. */
 int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,

@@ -40,7 +40,7 @@ COMM_SRCS := comm_shim/plan.c comm_shim/codec.c comm_shim/codec_cpu.c \
 	     comm_shim/algo.c comm_shim/config.c
 ifeq ($(HAVE_MPI),1)
 COMM_SRCS += comm_shim/comm.c comm_shim/coll.c comm_shim/xport.c \
-	     comm_shim/async.c comm_shim/stats.c
+	     comm_shim/async.c comm_shim/stats.c comm_shim/mpi_algo.c
 endif
 COMM_OBJS := $(COMM_SRCS:%.c=$(B)/%.o)
 COMM_MPI_OBJS := $(B)/comm_shim/mpi_interpose.o
@@ -124,7 +124,8 @@ bench-converge: $(B)/tests/train_mnist $(B)/lib/libisle_preload.so $(B)/lib/libi
 
 # Paired benchmark: every variant interleaved in one job (make bench-comm).
 $(B)/comm_shim/bench_paired.o: CPPFLAGS += $(MPI_CPPFLAGS)
-$(B)/bench/bench_paired: $(B)/comm_shim/bench_paired.o $(B)/comm_shim/bench_util.o
+$(B)/bench/bench_paired: $(B)/comm_shim/bench_paired.o $(B)/comm_shim/bench_util.o \
+		$(B)/comm_shim/mpi_algo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPI_LDLIBS) -lm
 all: $(B)/bench/bench_paired
@@ -142,7 +143,8 @@ endif
 ifeq ($(HAVE_MPICH),1)
 # The MPI sources under MPICH's mpi.h; plan/codec/model objects are shared.
 COMM_MPICH_SRCS := comm_shim/comm.c comm_shim/coll.c comm_shim/xport.c \
-		   comm_shim/async.c comm_shim/stats.c comm_shim/mpi_interpose.c
+		   comm_shim/async.c comm_shim/stats.c comm_shim/mpi_interpose.c \
+		   comm_shim/mpi_algo.c
 COMM_MPICH_OBJS := $(COMM_MPICH_SRCS:%.c=$(B)/mpich/%.o)
 COMM_CORE_MPICH := $(patsubst %,$(B)/comm_shim/%.o,plan codec codec_cpu algo config)
 $(B)/mpich/comm_shim/%.o: comm_shim/%.c | $(DEPS_OK)
@@ -162,7 +164,7 @@ $(B)/tests/comm_mpi_check_mpich: $(B)/mpich/comm_shim/comm_mpi_check.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
 all: $(B)/tests/comm_mpi_check_mpich
 $(B)/bench/bench_paired_mpich: $(B)/mpich/comm_shim/bench_paired.o \
-		$(B)/comm_shim/bench_util.o
+		$(B)/comm_shim/bench_util.o $(B)/mpich/comm_shim/mpi_algo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(MPICH_LDLIBS) -lm
 all: $(B)/bench/bench_paired_mpich

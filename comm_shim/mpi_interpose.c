@@ -283,6 +283,23 @@ static int after_init(int rc)
 	return rc;
 }
 
+/*
+ * Before the library's init: what the probe needs to pick the library's
+ * own algorithms (mpi_algo.h), and the thread level the application asked
+ * for (the shim raises it for its helper thread).
+ */
+static void before_init(int required)
+{
+	isle__app_thread_level = required;
+#ifdef OPEN_MPI
+	/* coll_tuned reads forced algorithms only with dynamic rules on,
+	 * which cannot be set at run time; without a rules file or a forced
+	 * algorithm it runs its fixed rules, as with them off. A job that
+	 * set it keeps its value. */
+	setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
+#endif
+}
+
 static int b_init(int *argc, char ***argv)
 {
 	int provided;
@@ -290,6 +307,7 @@ static int b_init(int *argc, char ***argv)
 	disabled = env_flag("ISLE_COMM_DISABLE");
 	if (disabled)
 		return PMPI_Init(argc, argv);
+	before_init(MPI_THREAD_SINGLE);
 	if (getenv("ISLE_COMM_ASYNC") && !env_flag("ISLE_COMM_ASYNC"))
 		return after_init(PMPI_Init(argc, argv));
 	return after_init(
@@ -299,6 +317,8 @@ static int b_init(int *argc, char ***argv)
 static int b_init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	disabled = env_flag("ISLE_COMM_DISABLE");
+	if (!disabled)
+		before_init(required);
 	if (!disabled &&
 	    !(getenv("ISLE_COMM_ASYNC") && !env_flag("ISLE_COMM_ASYNC")))
 		required = MPI_THREAD_MULTIPLE;
@@ -331,6 +351,7 @@ static int b_finalize(void)
 		}
 		PMPI_Comm_free_keyval(&keyval);
 	}
+	isle__lib_t_fini();
 	return PMPI_Finalize();
 }
 
@@ -365,25 +386,34 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 	int rc;
 
 	/* Sums on a communicator seen before that go to the library anyway
-	 * (the model's small_pass, or up to the probed crossover once the
-	 * probe has run: isle__choose gives both to the library): straight
-	 * there, the same call on the shim's duplicate of the communicator,
-	 * where the long path sends them too (a table hit on one rank and a
-	 * miss on another must meet in the same collective). */
+	 * (the model's small_pass, or the probe's verdict for the size):
+	 * straight there, the same call on the same communicator as the long
+	 * path (a table hit on one rank and a miss on another must meet in
+	 * the same collective), counted alike, and never a call at which
+	 * the probe is due (the long path runs it). */
 	struct seen *last = seen_slot(comm);
 
 	if (last->c && comm == last->comm && op == MPI_SUM && count > 0 &&
 	    (datatype == MPI_FLOAT || datatype == MPI_DOUBLE) &&
 	    last->gen == __atomic_load_n(&ctx_gen, __ATOMIC_ACQUIRE)) {
 		size_t bytes = (size_t)count * (datatype == MPI_DOUBLE ? 8 : 4);
-		const isle_comm *lc = last->c;
+		isle_comm *lc = last->c;
+		int h = isle__cal_half(bytes),
+		    i = h < 0 ? -1 : lc->route_half[h];
 
-		if (bytes <= lc->small_pass ||
-		    (!lc->cal_pending && lc->cfg.algo == ISLE_ALGO_AUTO &&
-		     bytes <= lc->pass_max)) {
+		if (lc->carried + bytes < lc->cal_due &&
+		    (bytes <= lc->small_pass || i >= 0)) {
+			lc->carried += bytes;
 			isle__stat_call(bytes, 0);
-			if (PMPI_Allreduce(sendbuf, recvbuf, count, datatype,
-					   op, lc->sync.all) == MPI_SUCCESS)
+			/* isle__lib_call's choice, inline: the default's
+			 * call is the cost of every pass-through. */
+			if ((i > 0
+				 ? isle__lib_allreduce(&lc->lib[i], sendbuf,
+						       recvbuf, count, datatype,
+						       op, lc->lib_comm[i])
+				 : PMPI_Allreduce(sendbuf, recvbuf, count,
+						  datatype, op,
+						  lc->sync.all)) == MPI_SUCCESS)
 				return MPI_SUCCESS;
 			return fail(comm, "MPI_Allreduce", -EIO);
 		}

@@ -106,30 +106,39 @@ expect_pass "exact 4 ranks, small ones passed to MPI (MIN_BYTES)" 4 \
 expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
 	exact --sizes 67108864 --dtype float
 
-# --- the crossover probe runs at a communicator's first allreduce of
-# 256 B..1 MiB, once, and never where no call has such a size; unbounded
-# (ISLE_COMM_PROBE_SHARE=0) for these two.
+# --- the crossover probe runs once, at the first float or double sum of a
+# communicator once it is due; unbounded (ISLE_COMM_PROBE_SHARE=0), that
+# is the first call, whatever its size. Its picks (ISLE_COMM_VERBOSE=2:
+# every rank's line) are the same on all 8 ranks, and the calls after it
+# stay exact whoever runs them (the library's algorithms included).
 probe_lines() { grep -c '^isle_comm: 8 ranks: crossover probed' "$T/out"; }
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,32,2097152 \
-	--dtype float && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
-	echo "ok   no crossover probe without a call of 256 B..1 MiB (1, 32, 2^21 floats)"
+picks_agree() { # all 8 ranks print the same picks, rank 0's line among them
+	local n u
+	n=$(grep -c '^isle_comm: rank [0-7] of 8, probed ' "$T/out")
+	u=$(sed -n 's/^isle_comm: rank [0-7] of 8, probed /probed /p' "$T/out" | sort -u | wc -l)
+	[ "$n" = 8 ] && [ "$u" = 1 ] &&
+		grep -q "$(sed -n 's/^isle_comm: rank 0 of 8, probed /probed /p' "$T/out")" <(grep 'crossover probed' "$T/out")
+}
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=2 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,32,2097152 \
+	--dtype float && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] &&
+	grep -q '^isle_comm: 8 ranks: crossover probed at the first allreduce of 4 bytes' "$T/out" && picks_agree; then
+	echo "ok   one crossover probe, at the first call, the same picks on all ranks: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
 else
-	echo "FAIL crossover probe without a mid-size call ($(probe_lines) probe lines)"
-	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	echo "FAIL crossover probe at the first call ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -12
 	fails=$((fails + 1))
 fi
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,4099,65537,1048577 \
-	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] &&
-	grep -q '^isle_comm: 8 ranks: crossover probed at the first allreduce of 16396 bytes' "$T/out"; then
-	echo "ok   one crossover probe, at the first call of 256 B..1 MiB: $(grep -m1 'crossover probed' "$T/out" | sed 's/^isle_comm: //')"
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=2 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,4099,65537,1048577 \
+	--dtype double --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ] && picks_agree; then
+	echo "ok   one crossover probe, doubles and MPI_Iallreduce beside it, the same picks on all ranks"
 else
-	echo "FAIL crossover probe at the first mid-size call ($(probe_lines) probe lines)"
-	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	echo "FAIL crossover probe with doubles and MPI_Iallreduce ($(probe_lines) probe lines)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -12
 	fails=$((fails + 1))
 fi
 # --- bounded (default 1%): the same calls carry far less than 100 times
-# the probe's payload, so no probe; with a 50% share, 100 calls of 256 KiB
-# earn it, at a later call, its payload at most half of what was carried.
+# the probe's payload, so no probe; with a share of 1, 70 calls of 1 MiB
+# earn it (58 MB), at a later call, its payload at most what was carried.
 if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 -- exact --sizes 1,4099,65537,1048577 \
 	--dtype float --async 4 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 0 ]; then
 	echo "ok   no crossover probe within 1% of what the calls carried"
@@ -139,17 +148,17 @@ else
 	fails=$((fails + 1))
 fi
 line=""
-if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0.5 -- exact --sizes 65536 \
-	--dtype float --iters 100 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ]; then
+if run 8 ISLE_PLAN="$T/p8.json" ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=1 -- exact --sizes 262144 \
+	--dtype float --iters 70 && grep -q '^exact: PASS' "$T/out" && [ "$(probe_lines)" = 1 ]; then
 	line=$(grep -m1 'crossover probed' "$T/out")
 fi
-carried=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\1/p' <<<"$line")
-cost=$(sed -n 's/.*probed at an allreduce of 262144 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\2/p' <<<"$line")
-if [ -n "$carried" ] && [ -n "$cost" ] && [ "$cost" -gt 0 ] && [ $((2 * cost)) -le "$carried" ] &&
-	[ $((2 * cost)) -gt $((carried - 262144)) ]; then
-	echo "ok   probe at 50%: at the first call where it is at most half of what was carried: ${line#isle_comm: }"
+carried=$(sed -n 's/.*probed at an allreduce of 1048576 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\1/p' <<<"$line")
+cost=$(sed -n 's/.*probed at an allreduce of 1048576 bytes (\([0-9]*\) bytes carried, probe \([0-9]*\)).*/\2/p' <<<"$line")
+if [ -n "$carried" ] && [ -n "$cost" ] && [ "$cost" -gt 0 ] && [ "$cost" -le "$carried" ] &&
+	[ "$cost" -gt $((carried - 1048576)) ]; then
+	echo "ok   probe at a share of 1: at the first call where it is at most what was carried: ${line#isle_comm: }"
 else
-	echo "FAIL probe at 50% (carried '$carried', probe '$cost'): $line"
+	echo "FAIL probe at a share of 1 (carried '$carried', probe '$cost'): $line"
 	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
 	fails=$((fails + 1))
 fi

@@ -169,16 +169,52 @@ static void test_shards(void **state)
  * gradient-sized calls pays the probe only once it has moved 100 times as
  * much, and then at most 1%.
  */
+/* Size classes: each size goes to the nearest probe size (x4 apart, so
+ * boundaries at twice each probe size); none above twice the largest. */
+static void test_cal_class(void **state)
+{
+	assert_int_equal(isle__cal_class(1), 0);
+	assert_int_equal(isle__cal_class(16), 0);
+	assert_int_equal(isle__cal_class(17), 1);
+	assert_int_equal(isle__cal_class(64), 1);
+	assert_int_equal(isle__cal_class(65), 2);
+	for (int k = 0; k < ISLE__CAL_N; k++)
+		assert_int_equal(
+		    isle__cal_class((size_t)ISLE__CAL_MIN << (2 * k)), k);
+	assert_int_equal(isle__cal_class(4u << 20), ISLE__CAL_N - 1);
+	assert_int_equal(isle__cal_class((4u << 20) + 1), -1);
+	/* halves: up to the probe size, above it */
+	assert_int_equal(isle__cal_half(8), 0);
+	assert_int_equal(isle__cal_half(9), 1);
+	assert_int_equal(isle__cal_half(32), 2);
+	assert_int_equal(isle__cal_half(64), 3);
+	assert_int_equal(isle__cal_half(256u << 10), 2 * 7 + 1);
+	assert_int_equal(isle__cal_half(4u << 20), 2 * ISLE__CAL_N - 1);
+	assert_int_equal(isle__cal_half((4u << 20) + 1), -1);
+}
+
 static void test_probe_bound(void **state)
 {
-	uint64_t all = isle__probe_cost((1u << ISLE__CAL_N) - 1);
+	/* The shim at every size and four library algorithms. */
+	uint64_t all = isle__probe_cost((1u << ISLE__CAL_N) - 1, 4);
 	uint64_t job = 0, probed_at = 0;
 
-	/* 256 B .. 1 MiB, x4: 1398016 B, 8 runs each */
-	assert_int_equal(all, 8 * 1398016ull);
-	assert_int_equal(isle__probe_cost(1), 8 * 256);
-	assert_int_equal(isle__probe_cost(1u << 6), 8 << 20);
-	assert_int_equal(isle__probe_cost(0), 0);
+	/* 8 B .. 32 KiB, x4: 43688 B, 12 runs; 128 KiB .. 2 MiB: 2752512 B,
+	 * 4 runs; 5 candidates */
+	const uint64_t one = 12 * 43688ull + 4 * 2752512ull;
+
+	assert_int_equal(all, 5 * one);
+	assert_int_equal(isle__probe_cost(0, 1), one);
+	assert_int_equal(isle__probe_cost(1, 1), one + 12 * 8);
+	assert_int_equal(isle__probe_cost(1u << 9, 1), one + (8u << 20));
+	assert_int_equal(isle__probe_cost(0, 0), 0);
+
+	/* The least carried payload it is due at, exactly. */
+	assert_true(isle__probe_due(isle__probe_due_at(all, 0.01), all, 0.01));
+	assert_false(
+	    isle__probe_due(isle__probe_due_at(all, 0.01) - 1, all, 0.01));
+	assert_int_equal(isle__probe_due_at(all, 0), 0);
+	assert_int_equal(isle__probe_due_at(all, 1e-300), UINT64_MAX);
 
 	assert_false(isle__probe_due(0, all, 0.01));
 	assert_false(isle__probe_due(100 * all - 1, all, 0.01));
@@ -205,6 +241,7 @@ int main(void)
 	    cmocka_unit_test(test_closed_forms),
 	    cmocka_unit_test(test_choice),
 	    cmocka_unit_test(test_shards),
+	    cmocka_unit_test(test_cal_class),
 	    cmocka_unit_test(test_probe_bound),
 	};
 
