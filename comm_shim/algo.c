@@ -25,6 +25,7 @@ static const char *const algo_names[ISLE_ALGO_COUNT] = {
     [ISLE_ALGO_RDOUBLING] = "rdoubling",
     [ISLE_ALGO_HIER] = "hier",
     [ISLE_ALGO_PASSTHROUGH] = "passthrough",
+    [ISLE_ALGO_LEADER] = "leader",
 };
 
 const char *isle_algo_name(isle_algo a)
@@ -62,6 +63,15 @@ static double ring_us(int p, double lat, double bw, double bytes, double r)
 	if (p <= 1)
 		return 0;
 	return 2.0 * (p - 1) * xfer_us(lat, bw, bytes * r / p);
+}
+
+static int ceil_log2(int p)
+{
+	int k = 0;
+
+	while ((1L << k) < p)
+		k++;
+	return k;
 }
 
 static double rd_us(int p, double lat, double bw, double bytes)
@@ -143,6 +153,19 @@ static double hier_us(const struct isle_algo_level *lv, int nlevels,
 	       hier_us(lv + 1, nlevels - 1, g > 1 ? bytes / g : bytes);
 }
 
+/* Binomial reduce and broadcast per level below the top, whole messages;
+ * recursive doubling among the top level's leaders. */
+static double leader_us(const struct isle_algo_level *lv, int nlevels, double b)
+{
+	double t = rd_us(lv[nlevels - 1].group_size, lv[nlevels - 1].lat_us,
+			 lv[nlevels - 1].bw_gbps, b);
+
+	for (int i = 0; i < nlevels - 1; i++)
+		t += 2.0 * ceil_log2(lv[i].group_size) *
+		     xfer_us(lv[i].lat_us, lv[i].bw_gbps, b);
+	return t;
+}
+
 double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
 			 int nlevels, size_t bytes)
 {
@@ -168,6 +191,8 @@ double isle_algo_cost_us(isle_algo algo, const struct isle_algo_level *lv,
 		return rd_us((int)p, lat, bw, b);
 	case ISLE_ALGO_HIER:
 		return hier_us(lv, nlevels, b);
+	case ISLE_ALGO_LEADER:
+		return leader_us(lv, nlevels, b);
 	case ISLE_ALGO_PASSTHROUGH:
 		return fmin(ring_us((int)p, lat, bw, b, 1.0),
 			    fmin(lib_us(lv, nlevels, p, b, 0, lat, bw),

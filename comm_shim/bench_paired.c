@@ -32,6 +32,8 @@
  *   isle_CODEC  MPI_Allreduce on a communicator the shim set up while
  *               ISLE_COMM_CODEC was CODEC (none, bf16, fp16, int8,
  *               topk:RATIO): the shim decides per call, as in a job.
+ *   isle_CODEC@ALGO  the same with ISLE_COMM_ALGO=ALGO (e.g.
+ *               isle_none@leader): one of the shim's algorithms, forced.
  *
  * Output: one JSON line per variant and size: mpi, algo, bytes,
  * time_us_median/p10/p90 (the slowest rank's time per call), iters,
@@ -117,10 +119,15 @@ static void setup(struct variant *v, const char *mpi, int iters)
 	if (!v->t)
 		die("out of memory", NULL);
 	if (!strncmp(n, "isle_", 5)) {
-		const char *codec = n + 5;
+		char codec[64], *algo;
 
 		/* The shim reads its settings when a communicator's first
 		 * allreduce sets it up: one communicator per codec. */
+		snprintf(codec, sizeof(codec), "%s", n + 5);
+		if ((algo = strchr(codec, '@'))) {
+			*algo++ = '\0';
+			setenv("ISLE_COMM_ALGO", algo, 1);
+		}
 		setenv("ISLE_COMM_CODEC", codec, 1);
 		MPI_Comm_dup(MPI_COMM_WORLD, &v->comm);
 		{
@@ -130,6 +137,7 @@ static void setup(struct variant *v, const char *mpi, int iters)
 				      v->comm);
 		}
 		unsetenv("ISLE_COMM_CODEC");
+		unsetenv("ISLE_COMM_ALGO");
 		v->shim = 1;
 		v->lossy = strcmp(codec, "none") != 0;
 		return;

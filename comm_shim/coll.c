@@ -2,7 +2,8 @@
  * coll.c - allreduce algorithms on a channel: ring reduce-scatter and
  * allgather (raw or with a summable codec), the all-to-all reduce-scatter
  * for codecs that cannot be summed while compressed (qgZ / 1-bit pattern),
- * recursive doubling, and the hierarchical scheme that chains them.
+ * recursive doubling, the hierarchical scheme that chains them, and the
+ * leader scheme for small messages (whole messages up and down the levels).
  *
  * All of them work in place on buf. Shard q of a level is isle__shard(n,
  * nshards, q); ranks at or above nshards own an empty shard. Every rank ends
@@ -838,6 +839,56 @@ static int hier(struct isle__chan *ch, int l, char *buf, size_t n,
 }
 
 /*
+ * Leader scheme: at each level below the top, a binomial reduce to the
+ * group's rank 0, which alone goes on to the next level (the level above
+ * joins the groups' rank-0s, as the shards of index 0 in hier); recursive
+ * doubling among the top level's leaders; then binomial broadcasts back
+ * down. log2 messages per level instead of hier's 2(g - 1): the small-size
+ * path of han. Uncompressed; every rank ends with the leaders' bits.
+ */
+static int leader(struct isle__chan *ch, int l, void *buf, size_t n,
+		  isle_dtype dt)
+{
+	const struct isle__level *lv = &ch->lev[l];
+	int p = lv->size, r = lv->rank, mask, rc = 0;
+	size_t bytes = n * esize(dt);
+	void *tmp;
+
+	if (l == ch->nlev - 1)
+		return p > 1 ? rdoubling(ch, lv, buf, n, dt) : 0;
+	if (p > 1 && !(tmp = isle__scratch(ch, SCR_RECV, bytes)))
+		return -ENOMEM;
+	for (mask = 1; mask < p; mask <<= 1) {
+		if (r & mask) {
+			rc = isle__sendrecv(ch, lv->comm, buf, bytes, r - mask,
+					    NULL, 0, 0);
+			break;
+		}
+		if (r + mask < p) {
+			rc = isle__sendrecv(ch, lv->comm, NULL, 0, 0, tmp,
+					    bytes, r + mask);
+			if (rc)
+				return rc;
+			add(buf, tmp, n, dt);
+		}
+	}
+	if (rc)
+		return rc;
+	if (r == 0 && (rc = leader(ch, l + 1, buf, n, dt)))
+		return rc;
+	/* Down: from the parent (the bit the reduce sent on), then on to
+	 * the children below that bit. */
+	if (r)
+		rc = isle__sendrecv(ch, lv->comm, NULL, 0, 0, buf, bytes,
+				    r - mask);
+	for (mask >>= 1; !rc && mask > 0; mask >>= 1)
+		if (r + mask < p)
+			rc = isle__sendrecv(ch, lv->comm, buf, bytes, r + mask,
+					    NULL, 0, 0);
+	return rc;
+}
+
+/*
  * Top-k levels with warm-up take this call's ratio; saved keeps the plan's
  * codecs. *warming is 1 when a level has warm-up (restore them after).
  */
@@ -884,6 +935,9 @@ int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
 		break;
 	case ISLE_ALGO_RDOUBLING:
 		rc = rdoubling(ch, &ch->flat, buf, count, dtype);
+		break;
+	case ISLE_ALGO_LEADER:
+		rc = leader(ch, 0, buf, count, dtype);
 		break;
 	case ISLE_ALGO_HIER:
 		warm_begin(ch, saved, &warming);

@@ -110,10 +110,11 @@ int isle_comm_config_from_env(struct isle_comm_config *cfg, char *err,
 	}
 	s = getenv("ISLE_COMM_ALGO");
 	if (s && *s && isle_algo_parse(s, &cfg->algo))
-		return isle__errf(-EINVAL, err, errlen,
-				  "ISLE_COMM_ALGO='%s': expected auto, "
-				  "ring, rdoubling, hier or passthrough",
-				  s);
+		return isle__errf(
+		    -EINVAL, err, errlen,
+		    "ISLE_COMM_ALGO='%s': expected auto, "
+		    "ring, rdoubling, hier, leader or passthrough",
+		    s);
 	if ((rc = isle__env_double("ISLE_COMM_TIMEOUT_S", &cfg->timeout_s, err,
 				   errlen)) ||
 	    (rc = isle__env_double("ISLE_COMM_CYCLE_MS", &cfg->cycle_ms, err,

@@ -138,6 +138,7 @@ typedef enum isle_algo {
 	ISLE_ALGO_RDOUBLING,   /* recursive doubling, uncompressed */
 	ISLE_ALGO_HIER,	       /* hierarchical, codec per level */
 	ISLE_ALGO_PASSTHROUGH, /* the transport's own allreduce */
+	ISLE_ALGO_LEADER, /* reduce to leaders, leaders' allreduce, bcast */
 	ISLE_ALGO_COUNT
 } isle_algo;
 
@@ -155,7 +156,10 @@ struct isle_algo_level {
  * sizes). Flat algorithms run at the slowest bandwidth and the highest
  * latency of the levels. ISLE_ALGO_PASSTHROUGH is the library's own: the
  * best of recursive doubling, Rabenseifner and ring, ranks numbered level
- * by level. Returns a negative value if algo cannot run.
+ * by level. ISLE_ALGO_LEADER reduces each group to its first rank level by
+ * level (binomial), the top level's leaders run recursive doubling, and the
+ * result comes back down (binomial broadcast): whole messages, few of them,
+ * for small sizes. Returns a negative value if algo cannot run.
  */
 ISLE_COMM_API double isle_algo_cost_us(isle_algo algo,
 				       const struct isle_algo_level *levels,
@@ -163,7 +167,8 @@ ISLE_COMM_API double isle_algo_cost_us(isle_algo algo,
 
 /*
  * The cheapest of the library's own (passthrough, preferred on ties),
- * hierarchical, ring and recursive doubling. Depends only on its
+ * hierarchical, ring and recursive doubling (leader is left to the
+ * crossover probe, which times it). Depends only on its
  * arguments, so ranks that pass job-wide values all pick the same.
  */
 ISLE_COMM_API isle_algo isle_algo_choose(const struct isle_algo_level *levels,

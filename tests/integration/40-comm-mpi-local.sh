@@ -84,7 +84,7 @@ SIZES=1,2,3,7,64,1000,4099,65537,1048577
 # --- exactness (codec none)
 expect_pass "exact 7 ranks 3 levels unequal, algo auto" 7 \
 	ISLE_PLAN="$T/p7.json" -- exact --sizes $SIZES --async 8 --subcomm
-for algo in hier ring rdoubling; do
+for algo in hier ring rdoubling leader; do
 	expect_pass "exact 7 ranks 3 levels unequal, algo $algo" 7 \
 		ISLE_PLAN="$T/p7.json" ISLE_COMM_ALGO=$algo -- \
 		exact --sizes 1,7,4099,65537 --async 3
@@ -100,6 +100,10 @@ expect_pass "exact 7 ranks real values" 7 ISLE_PLAN="$T/p7.json" -- \
 	exact --sizes $SIZES --values real
 expect_pass "exact 16 ranks 5+3+4+4" 16 ISLE_PLAN="$T/p16.json" ISLE_COMM_ALGO=hier -- \
 	exact --sizes 1,17,100003 --async 4
+expect_pass "exact 16 ranks 5+3+4+4, algo leader" 16 ISLE_PLAN="$T/p16.json" ISLE_COMM_ALGO=leader -- \
+	exact --sizes 1,17,100003 --async 4
+expect_pass "exact 4 ranks one node, algo leader" 4 ISLE_PLAN="$T/p4one.json" ISLE_COMM_ALGO=leader -- \
+	exact --sizes 1,17,4099 --async 2
 expect_pass "exact 3 ranks, no plan (host names)" 3 -- exact --sizes 1,5,300001
 expect_pass "exact 4 ranks, small ones passed to MPI (MIN_BYTES)" 4 \
 	ISLE_COMM_MIN_BYTES=1K -- exact --sizes 1,999,70001 --async 12
