@@ -64,6 +64,23 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* The test cluster of test 35 and a job trace (CSV text) on it. */
+static void crosscheck_trace(const char *csv, isle_topo **t,
+			     struct sim_job **jobs, int *n)
+{
+	char path[] = "/tmp/isle-test-trace-XXXXXX", err[256];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, csv);
+	assert_int_equal(sim_workload_read(path, jobs, n, err, sizeof(err)), 0);
+	unlink(path);
+	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
+					   t, err, sizeof(err)),
+			 0);
+}
+
 static void test_csv(void **state)
 {
 	char path[] = "/tmp/isle-test-sim-XXXXXX", err[256];
@@ -576,25 +593,16 @@ static void test_limit_agent(void **state)
  * reservation would have kept it waiting. */
 static void test_will_run_groups(void **state)
 {
-	char path[] = "/tmp/isle-test-group-XXXXXX";
 	struct sim_opts o = {
 	    .policy = SIM_LINEAR, .seed = 1, .bf_resolution = 5};
 	struct sim_metrics m;
 	struct sim_job *jobs = NULL;
 	isle_topo *t = NULL;
-	char err[256];
-	int fd = mkstemp(path), n = 0;
+	int n = 0;
 
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
-					   &t, err, sizeof(err)),
-			 0);
-	write_file(path, "0,100,56,1,1\n0,120,4,1,1\n1,50,60,1,1\n"
-			 "2,110,4,1,1\n");
-	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
-			 0);
-	unlink(path);
+	crosscheck_trace("0,100,56,1,1\n0,120,4,1,1\n1,50,60,1,1\n"
+			 "2,110,4,1,1\n",
+			 &t, &jobs, &n);
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_int_equal(m.placed, 4);
 	assert_true(jobs[3].start == 30);  /* outside the reservation */
@@ -608,23 +616,14 @@ static void test_will_run_groups(void **state)
  * ends, not at the job's end. */
 static void test_epilog(void **state)
 {
-	char path[] = "/tmp/isle-test-epilog-XXXXXX";
 	struct sim_opts o = {.policy = SIM_TREE, .seed = 1};
 	struct sim_metrics m;
 	struct sim_job *jobs = NULL;
 	isle_topo *t = NULL;
-	char err[256];
-	int fd = mkstemp(path), n = 0;
+	int n = 0;
 
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(sim_cluster_build("tests/crosscheck/cluster.json", "",
-					   &t, err, sizeof(err)),
-			 0);
-	write_file(path, "0,1000,60,1,1\n0,10,4,1,1\n1,50,4,1,1\n");
-	assert_int_equal(sim_workload_read(path, &jobs, &n, err, sizeof(err)),
-			 0);
-	unlink(path);
+	crosscheck_trace("0,1000,60,1,1\n0,10,4,1,1\n1,50,4,1,1\n", &t, &jobs,
+			 &n);
 	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
 	assert_true(jobs[2].start == 10);
 	o.epilog_s = 0.5;
