@@ -98,8 +98,9 @@ static int reduce(struct isle_comm *c, void *buf, size_t count, isle_dtype dt,
 	MPI_Request mr;
 	int peer = -1;
 
-	isle__stat_call(count * (dt == ISLE_DTYPE_F64 ? 8 : 4),
-			algo != ISLE_ALGO_PASSTHROUGH);
+	isle__stat_ran(count * (dt == ISLE_DTYPE_F64 ? 8 : 4),
+		       algo != ISLE_ALGO_PASSTHROUGH ? ISLE_REPORT_SHIM
+						     : ISLE_REPORT_LIBRARY);
 	if (algo != ISLE_ALGO_PASSTHROUGH) {
 		isle__stat_taken(&c->async, count, dt, algo);
 		return isle__allreduce(&c->async, buf, count, dt, algo, key);

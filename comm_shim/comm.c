@@ -800,11 +800,17 @@ isle_algo isle__choose(const struct isle_comm *c, size_t count,
 	return a;
 }
 
+int isle__lib_pick(const struct isle_comm *c, size_t bytes)
+{
+	int h = isle__cal_half(bytes);
+
+	return h >= 0 && c->route_half[h] > 0 ? c->route_half[h] : 0;
+}
+
 int isle__lib_call(const struct isle_comm *c, const void *sendbuf,
 		   void *recvbuf, int count, MPI_Datatype dt, size_t bytes)
 {
-	int h = isle__cal_half(bytes),
-	    i = h >= 0 && c->route_half[h] > 0 ? c->route_half[h] : 0;
+	int i = isle__lib_pick(c, bytes);
 
 	return isle__lib_allreduce(&c->lib[i], sendbuf, recvbuf, count, dt,
 				   MPI_SUM, c->lib_comm[i]);
@@ -846,6 +852,7 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 {
 	size_t es = dtype == ISLE_DTYPE_F64 ? 8 : 4;
 	isle_algo algo;
+	int i;
 
 	if (count > INT_MAX)
 		return -EOVERFLOW;
@@ -878,7 +885,12 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 				c->sync.rank, c->sync.size, picks);
 	}
 	algo = isle__choose(c, count, dtype);
-	isle__stat_call(count * es, algo != ISLE_ALGO_PASSTHROUGH);
+	if (algo != ISLE_ALGO_PASSTHROUGH)
+		isle__stat_ran(count * es, ISLE_REPORT_SHIM);
+	else if ((i = isle__lib_pick(c, count * es)) > 0)
+		isle__stat_ran(count * es, c->lib[i].path);
+	else
+		isle__stat_ran(count * es, ISLE_REPORT_LIBRARY);
 	if (algo != ISLE_ALGO_PASSTHROUGH)
 		isle__stat_taken(&c->sync, count, dtype, algo);
 	if (algo == ISLE_ALGO_PASSTHROUGH)

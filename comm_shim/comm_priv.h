@@ -258,6 +258,9 @@ static inline int isle__routed(const struct isle_comm *c, size_t bytes)
 }
 /* A call the shim hands to the library, by the algorithm the probe picked
  * for its size (the default where it picked none). MPI's return code. */
+/* The library algorithm (index into c->lib) for a call of bytes that the
+ * shim passes on; 0: the default. */
+int isle__lib_pick(const struct isle_comm *c, size_t bytes);
 int isle__lib_call(const struct isle_comm *c, const void *sendbuf,
 		   void *recvbuf, int count, MPI_Datatype dt, size_t bytes);
 /* The thread level the application asked for (the interposer raises
@@ -273,8 +276,9 @@ int isle__allreduce(struct isle__chan *ch, void *buf, size_t count,
  * (struct isle_report). Safe from any thread (atomic counters).
  */
 int isle__scope_val(const struct isle_plan_rank *r, isle_scope s);
-/* A call of `bytes` payload bytes, run by the shim (taken) or not. */
-void isle__stat_call(uint64_t bytes, int taken);
+/* A call of `bytes` payload bytes and what ran it (enum
+ * isle_report_path: ISLE_REPORT_SHIM is a taken call). */
+void isle__stat_ran(uint64_t bytes, int path);
 /* A taken call of count elements by algo on ch: the library's bytes for
  * it (ring in rank order) and the codecs its levels use. */
 void isle__stat_taken(struct isle__chan *ch, size_t count, isle_dtype dt,

@@ -15,12 +15,12 @@
 #define CVAR_DYN "coll_tuned_use_dynamic_rules"
 static const struct {
 	const char *name;
-	int alg;
-} algs[] = {{"default", 0},
-	    {"ring", 4},
-	    {"rdoubling", 3},
-	    {"rabenseifner", 6},
-	    {"segring", 5}};
+	int alg, path;
+} algs[] = {{"default", 0, ISLE_REPORT_LIBRARY},
+	    {"ring", 4, ISLE_REPORT_OMPI_RING},
+	    {"rdoubling", 3, ISLE_REPORT_OMPI_RDOUBLING},
+	    {"rabenseifner", 6, ISLE_REPORT_OMPI_RABENSEIFNER},
+	    {"segring", 5, ISLE_REPORT_OMPI_SEGRING}};
 /* Segmented ring needs a segment size the probe would have to sweep: left
  * to the benchmark. */
 const char *const isle__lib_probe_names[] = {"default", "rdoubling", "ring",
@@ -29,8 +29,12 @@ const char *const isle__lib_probe_names[] = {"default", "rdoubling", "ring",
 #define CVAR_ALG "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"
 static const struct {
 	const char *name;
-	int alg;
-} algs[] = {{"auto", 0}, {"nb", 1}, {"smp", 2}, {"rdoubling", 3}, {"rsag", 4}};
+	int alg, path;
+} algs[] = {{"auto", 0, ISLE_REPORT_LIBRARY},
+	    {"nb", 1, ISLE_REPORT_MPICH_NB},
+	    {"smp", 2, ISLE_REPORT_MPICH_SMP},
+	    {"rdoubling", 3, ISLE_REPORT_MPICH_RDOUBLING},
+	    {"rsag", 4, ISLE_REPORT_MPICH_RSAG}};
 const char *const isle__lib_probe_names[] = {"auto",	  "nb",	  "smp",
 					     "rdoubling", "rsag", NULL};
 #endif
@@ -146,6 +150,7 @@ int isle__lib_parse(const char *name, struct isle__lib_algo *out)
 			return -EINVAL;
 #endif
 		out->alg = algs[k].alg;
+		out->path = algs[k].path;
 		snprintf(out->name, sizeof(out->name), "%s", name);
 		return 0;
 	}

@@ -27,9 +27,12 @@
 
 #include <mpi.h>
 
+#include "isle_proto.h"
+
 /* Library algorithm: alg 0 is the library's default. */
 struct isle__lib_algo {
 	int alg, seg; /* seg: Open MPI segmented ring's segment bytes */
+	int path;     /* its name in the report: enum isle_report_path */
 	char name[24];
 };
 

@@ -332,7 +332,8 @@ static void count_passed(int count, MPI_Datatype dt)
 
 	if (count > 0 && PMPI_Type_size(dt, &sz) != MPI_SUCCESS)
 		sz = 0;
-	isle__stat_call(count > 0 ? (uint64_t)count * (uint64_t)sz : 0, 0);
+	isle__stat_ran(count > 0 ? (uint64_t)count * (uint64_t)sz : 0,
+		       ISLE_REPORT_LIBRARY);
 }
 
 static int b_finalize(void)
@@ -404,7 +405,8 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 		if (lc->carried + bytes < lc->cal_due &&
 		    (bytes <= lc->small_pass || i >= 0)) {
 			lc->carried += bytes;
-			isle__stat_call(bytes, 0);
+			isle__stat_ran(bytes, i > 0 ? lc->lib[i].path
+						    : ISLE_REPORT_LIBRARY);
 			/* isle__lib_call's choice, inline: the default's
 			 * call is the cost of every pass-through. */
 			if ((i > 0

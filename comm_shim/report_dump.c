@@ -2,7 +2,7 @@
  * report_dump FILE - the shim's per-job report (ISLE_REPORT_FILE) read
  * through proto's one reader, printed one fact a line for scripts
  * (tests/integration/67-comm-report.sh):
- *   api mpi | ranks N | class MIN taken T passed P |
+ *   api mpi | ranks N | class MIN taken T passed P ran PATH,...|-  |
  *   tier NAME sent S library L codecs C,... | probe B SECONDS
  * Exit 1 with the reader's message when the file is not a valid report.
  */
@@ -24,11 +24,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("api %s\nranks %d\n", r.api, r.ranks);
-	for (int k = 0; k < ISLE_REPORT_CLASSES; k++)
-		printf("class %llu taken %llu passed %llu\n",
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
+		printf("class %llu taken %llu passed %llu ran ",
 		       (unsigned long long)isle_report_class_min(k),
 		       (unsigned long long)r.taken[k],
 		       (unsigned long long)r.passed[k]);
+		for (int p = 0; p < ISLE_REPORT_PATHS; p++)
+			if (r.ran[k] & (1u << p))
+				printf("%s%s",
+				       (r.ran[k] & ((1u << p) - 1)) ? "," : "",
+				       isle_report_path_name(p));
+		printf("%s\n", r.ran[k] ? "" : "-");
+	}
 	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
 		const char *sep = "";
 

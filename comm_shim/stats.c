@@ -19,20 +19,26 @@
 
 static struct {
 	uint64_t taken[ISLE_REPORT_CLASSES], passed[ISLE_REPORT_CLASSES];
+	unsigned ran[ISLE_REPORT_CLASSES];
 	uint64_t sent[ISLE_REPORT_TIERS], library[ISLE_REPORT_TIERS];
 	unsigned codecs[ISLE_REPORT_TIERS];
 	uint64_t probe_bytes;
 	uint64_t probe_ns;
 } st;
 
-void isle__stat_call(uint64_t bytes, int taken)
+void isle__stat_ran(uint64_t bytes, int path)
 {
 	int k = isle_report_class(bytes);
+	unsigned bit = 1u << path;
 
-	if (taken)
+	if (path == ISLE_REPORT_SHIM)
 		ADD(st.taken[k], 1);
 	else
 		ADD(st.passed[k], 1);
+	/* A read, not a locked write, once the path is known: the
+	 * pass-through's every call comes here. */
+	if (!(__atomic_load_n(&st.ran[k], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&st.ran[k], bit, __ATOMIC_RELAXED);
 }
 
 /* The tightest tier that holds both communicator ranks a and b of ch. */
@@ -135,10 +141,13 @@ void isle__report_finalize(void)
 {
 	const char *file = getenv(ISLE_REPORT_FILE_ENV);
 	int line = env_flag(ISLE_REPORT_ENV), me = 0;
-	enum { NSUM = 2 * ISLE_REPORT_TIERS + 1 };
+	enum {
+		NSUM = 2 * ISLE_REPORT_TIERS + 1,
+		NBOR = ISLE_REPORT_TIERS + ISLE_REPORT_CLASSES
+	};
 	uint64_t sum[NSUM], sumr[NSUM], mx[2 * ISLE_REPORT_CLASSES + 1],
 	    mxr[2 * ISLE_REPORT_CLASSES + 1];
-	unsigned codecs[ISLE_REPORT_TIERS];
+	unsigned bor[NBOR]; /* codecs per tier, then ran per class */
 	struct isle_report r = {.api = "mpi"};
 	char buf[2048], err[4400];
 
@@ -149,13 +158,15 @@ void isle__report_finalize(void)
 		sum[t] = __atomic_load_n(&st.sent[t], __ATOMIC_RELAXED);
 		sum[ISLE_REPORT_TIERS + t] =
 		    __atomic_load_n(&st.library[t], __ATOMIC_RELAXED);
-		codecs[t] = __atomic_load_n(&st.codecs[t], __ATOMIC_RELAXED);
+		bor[t] = __atomic_load_n(&st.codecs[t], __ATOMIC_RELAXED);
 	}
 	sum[NSUM - 1] = __atomic_load_n(&st.probe_bytes, __ATOMIC_RELAXED);
 	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
 		mx[k] = __atomic_load_n(&st.taken[k], __ATOMIC_RELAXED);
 		mx[ISLE_REPORT_CLASSES + k] =
 		    __atomic_load_n(&st.passed[k], __ATOMIC_RELAXED);
+		bor[ISLE_REPORT_TIERS + k] =
+		    __atomic_load_n(&st.ran[k], __ATOMIC_RELAXED);
 	}
 	mx[2 * ISLE_REPORT_CLASSES] =
 	    __atomic_load_n(&st.probe_ns, __ATOMIC_RELAXED);
@@ -165,20 +176,20 @@ void isle__report_finalize(void)
 			MPI_COMM_WORLD) != MPI_SUCCESS ||
 	    PMPI_Reduce(mx, mxr, 2 * ISLE_REPORT_CLASSES + 1, MPI_UINT64_T,
 			MPI_MAX, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
-	    PMPI_Reduce(me ? codecs : MPI_IN_PLACE, codecs, ISLE_REPORT_TIERS,
-			MPI_UNSIGNED, MPI_BOR, 0,
-			MPI_COMM_WORLD) != MPI_SUCCESS ||
+	    PMPI_Reduce(me ? bor : MPI_IN_PLACE, bor, NBOR, MPI_UNSIGNED,
+			MPI_BOR, 0, MPI_COMM_WORLD) != MPI_SUCCESS ||
 	    me != 0)
 		return;
 	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
 		r.sent[t] = sumr[t];
 		r.library[t] = sumr[ISLE_REPORT_TIERS + t];
-		r.codecs[t] = codecs[t];
+		r.codecs[t] = bor[t];
 	}
 	r.probe_bytes = sumr[NSUM - 1];
 	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
 		r.taken[k] = mxr[k];
 		r.passed[k] = mxr[ISLE_REPORT_CLASSES + k];
+		r.ran[k] = bor[ISLE_REPORT_TIERS + k];
 	}
 	r.probe_s = (double)mxr[2 * ISLE_REPORT_CLASSES] * 1e-9;
 	if (line) {

@@ -466,12 +466,34 @@ ISLE_EXPORT int isle_record_read(const char *path, void **out, char *err,
 /* Tiers are the plan's scopes (island, node, leaf, job). */
 #define ISLE_REPORT_TIERS ISLE_SCOPE_COUNT
 
+/*
+ * What ran a call ("ran", per size class): the shim's own path, the
+ * library's default, or a library algorithm the crossover probe picked,
+ * named as mpi_algo.h names it (and ISLE_COMM_VERBOSE=2 logs the pick),
+ * after the library: "ompi:rdoubling", "mpich:smp".
+ */
+enum isle_report_path {
+	ISLE_REPORT_SHIM,
+	ISLE_REPORT_LIBRARY,
+	ISLE_REPORT_OMPI_RING,
+	ISLE_REPORT_OMPI_RDOUBLING,
+	ISLE_REPORT_OMPI_RABENSEIFNER,
+	ISLE_REPORT_OMPI_SEGRING,
+	ISLE_REPORT_MPICH_NB,
+	ISLE_REPORT_MPICH_SMP,
+	ISLE_REPORT_MPICH_RDOUBLING,
+	ISLE_REPORT_MPICH_RSAG,
+	ISLE_REPORT_PATHS
+};
+
 struct isle_report {
 	char api[8]; /* "mpi" or "nccl" */
 	int ranks;   /* ranks whose figures are summed (1: rank 0's own) */
 	/* Calls (allreduce) the shim ran itself and passed to the library,
 	 * by size class: the most any rank made. */
 	uint64_t taken[ISLE_REPORT_CLASSES], passed[ISLE_REPORT_CLASSES];
+	/* What ran them, on any rank: bit (1 << enum isle_report_path). */
+	unsigned ran[ISLE_REPORT_CLASSES];
 	/* Bytes sent through each tier by the shim's own path (taken calls,
 	 * all ranks), and what a ring in rank order, the fewest bytes any
 	 * allreduce sends, would have sent through it for the same calls. */
@@ -486,6 +508,10 @@ struct isle_report {
 ISLE_EXPORT int isle_report_class(uint64_t bytes);
 /* Lower bound of class k in bytes. */
 ISLE_EXPORT uint64_t isle_report_class_min(int k);
+/* The name of path p (enum isle_report_path), "?" if none; the path of a
+ * name, or -EINVAL. */
+ISLE_EXPORT const char *isle_report_path_name(int p);
+ISLE_EXPORT int isle_report_path_parse(const char *name);
 
 /* Writes r as one JSON object (plain stdio, no JSON library). 0 or -EIO. */
 ISLE_EXPORT int isle_report_write(const struct isle_report *r, FILE *f);

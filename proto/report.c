@@ -37,6 +37,42 @@ uint64_t isle_report_class_min(int k)
 	return k <= 0 ? 0 : 256ull << (4 * (k - 1)); /* 256, 4Ki, 64Ki ... */
 }
 
+static const char *const path_names[ISLE_REPORT_PATHS] = {
+    [ISLE_REPORT_SHIM] = "shim",
+    [ISLE_REPORT_LIBRARY] = "library",
+    [ISLE_REPORT_OMPI_RING] = "ompi:ring",
+    [ISLE_REPORT_OMPI_RDOUBLING] = "ompi:rdoubling",
+    [ISLE_REPORT_OMPI_RABENSEIFNER] = "ompi:rabenseifner",
+    [ISLE_REPORT_OMPI_SEGRING] = "ompi:segring",
+    [ISLE_REPORT_MPICH_NB] = "mpich:nb",
+    [ISLE_REPORT_MPICH_SMP] = "mpich:smp",
+    [ISLE_REPORT_MPICH_RDOUBLING] = "mpich:rdoubling",
+    [ISLE_REPORT_MPICH_RSAG] = "mpich:rsag",
+};
+
+const char *isle_report_path_name(int p)
+{
+	return p >= 0 && p < ISLE_REPORT_PATHS ? path_names[p] : "?";
+}
+
+int isle_report_path_parse(const char *name)
+{
+	for (int p = 0; name && p < ISLE_REPORT_PATHS; p++)
+		if (!strcmp(name, path_names[p]))
+			return p;
+	return -EINVAL;
+}
+
+/* The names of the bits of ran, as a JSON array's items. */
+static void write_ran(FILE *f, unsigned ran)
+{
+	for (int p = 0; p < ISLE_REPORT_PATHS; p++)
+		if (ran & (1u << p))
+			fprintf(f, "%s\"%s\"",
+				(ran & ((1u << p) - 1)) ? ", " : "",
+				path_names[p]);
+}
+
 int isle_report_write(const struct isle_report *r, FILE *f)
 {
 	char num[32];
@@ -45,12 +81,14 @@ int isle_report_write(const struct isle_report *r, FILE *f)
 	fprintf(f, "{\"isle_report\": %d, \"api\": \"%s\", \"ranks\": %d,\n",
 		ISLE_REPORT_VERSION, r->api, r->ranks);
 	fprintf(f, " \"calls\": [\n");
-	for (int k = 0; k < ISLE_REPORT_CLASSES; k++)
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
 		fprintf(f,
 			"  {\"min_bytes\": %" PRIu64 ", \"taken\": %" PRIu64
-			", \"passed\": %" PRIu64 "}%s\n",
-			isle_report_class_min(k), r->taken[k], r->passed[k],
-			k < ISLE_REPORT_CLASSES - 1 ? "," : "");
+			", \"passed\": %" PRIu64 ", \"ran\": [",
+			isle_report_class_min(k), r->taken[k], r->passed[k]);
+		write_ran(f, r->ran[k]);
+		fprintf(f, "]}%s\n", k < ISLE_REPORT_CLASSES - 1 ? "," : "");
+	}
 	fprintf(f, " ],\n \"tiers\": [");
 	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
 		int c1 = 1;
@@ -104,6 +142,7 @@ int isle_report_save(const struct isle_report *r, const char *path, char *err,
 int isle_report_line(const struct isle_report *r, char *buf, size_t len)
 {
 	uint64_t taken = 0, passed = 0;
+	int first = 1;
 	size_t o;
 
 	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
@@ -127,6 +166,22 @@ int isle_report_line(const struct isle_report *r, char *buf, size_t len)
 				    buf + (o < len ? o : len),
 				    o < len ? len - o : 0, " %s",
 				    isle_codec_kind_name((isle_codec_kind)c));
+	}
+	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
+		if (!r->ran[k])
+			continue;
+		o += (size_t)snprintf(
+		    buf + (o < len ? o : len), o < len ? len - o : 0,
+		    "%s %" PRIu64 "+ B ", first ? "; ran" : ",",
+		    isle_report_class_min(k));
+		first = 0;
+		for (int p = 0; p < ISLE_REPORT_PATHS; p++)
+			if (r->ran[k] & (1u << p))
+				o += (size_t)snprintf(
+				    buf + (o < len ? o : len),
+				    o < len ? len - o : 0, "%s%s",
+				    (r->ran[k] & ((1u << p) - 1)) ? "+" : "",
+				    path_names[p]);
 	}
 	o += (size_t)snprintf(buf + (o < len ? o : len), o < len ? len - o : 0,
 			      "; probe %" PRIu64 " B in %.3f s", r->probe_bytes,
@@ -202,6 +257,28 @@ static int parse_obj(json_object *o, const char *name, struct isle_report *r,
 				    "%s: %s: taken and passed must be "
 				    "non-negative integers",
 				    name, path);
+		/* Reports from before "ran" have none. */
+		if (!json_object_object_get_ex(e, "ran", &v))
+			continue;
+		if (!json_object_is_type(v, json_type_array))
+			return errf(-EINVAL, err, errlen,
+				    "%s: %s.ran: expected an array", name,
+				    path);
+		for (size_t j = 0; j < json_object_array_length(v); j++) {
+			json_object *pv = json_object_array_get_idx(v, j);
+			int p = json_object_is_type(pv, json_type_string)
+				    ? isle_report_path_parse(
+					  json_object_get_string(pv))
+				    : -EINVAL;
+
+			if (p < 0 || (r->ran[k] & (1u << p)))
+				return errf(-EINVAL, err, errlen,
+					    "%s: %s.ran[%zu]: expected a path "
+					    "(shim, library, ompi:ALGO, "
+					    "mpich:ALGO), each once",
+					    name, path, j);
+			r->ran[k] |= 1u << p;
+		}
 	}
 	if (!get(o, "tiers", json_type_array, &a))
 		return BAD("$.tiers", "expected an array");
@@ -396,6 +473,7 @@ void isle_report_add(struct isle_report *sum, const struct isle_report *r)
 	for (int k = 0; k < ISLE_REPORT_CLASSES; k++) {
 		sum->taken[k] += r->taken[k];
 		sum->passed[k] += r->passed[k];
+		sum->ran[k] |= r->ran[k];
 	}
 	for (int t = 0; t < ISLE_REPORT_TIERS; t++) {
 		sum->sent[t] += r->sent[t];

@@ -12,6 +12,12 @@
 #   auto with int8 on the network level: the crossover probe's traffic and
 #     time are reported (ISLE_COMM_PROBE_SHARE=0), calls add up per size
 #     class; at the default bound the 8 calls do not earn the probe (0 B);
+#   what ran per size class: hier's taken class "shim", its passed one
+#     "library"; under auto with the probe run (ISLE_COMM_VERBOSE=2 logs
+#     its picks), one size per class at a probe size: the library
+#     algorithm picked there, as "ompi:NAME" / "mpich:NAME" ("library" for
+#     the default); where the shim won there, the pick of the probe size
+#     below if a library algorithm won that, else the shim or the default;
 #   one report line, from rank 0 only.
 set -u
 # shellcheck source=comm_shim/testlib.sh
@@ -67,7 +73,8 @@ for k in "${kinds[@]}"; do
 		got="$(field 'class 0 ' 4)/$(field 'class 0 ' 6) $(field 'class 65536 ' 4)/$(field 'class 65536 ' 6)"
 		got+=" $(field 'tier island' 4)/$(field 'tier island' 6) $(field 'tier job' 4)/$(field 'tier job' 6)"
 		got+=" $(field 'tier island' 8) $(field 'tier node' 4) $(field 'probe' 2)"
-		want="0/8 5/0 8000000/6000000 4000000/6000000 none 0 0"
+		got+=" $(field 'class 0 ' 8) $(field 'class 65536 ' 8) $(field 'class 256 ' 8)"
+		want="0/8 5/0 8000000/6000000 4000000/6000000 none 0 0 library shim -"
 		lines=$(grep -c '^isle_report: mpi, 4 ranks: 5 allreduce taken, 8 passed through' "$T/out")
 		if [ "$got" = "$want" ] && [ "$lines" = 1 ] && [ "$(grep -c '^isle_report' "$T/out")" = 1 ]; then
 			ok "$k hier: $(grep '^isle_report' "$T/out")"
@@ -115,6 +122,45 @@ for k in "${kinds[@]}"; do
 		fi
 	else
 		bad "$k auto int8: run failed"
+		show
+	fi
+	# --- auto, probe run: per size class the path the probe picked
+	if mpi "$k" ISLE_COMM_PROBE_SHARE=0 ISLE_COMM_VERBOSE=2 -- exact --sizes 2,512,8192,131072 \
+		--dtype float --iters 3; then
+		unset P
+		declare -A P=()
+		for t in $(grep -m1 '^isle_comm: rank [0-9]* of 4, probed' "$T/out" | sed 's/.*probed//'); do
+			[[ $t == *:* ]] && P[${t%%:*}]=${t#*:}
+		done
+		# want SIZE BELOW: the path a call of a probe size runs
+		want() {
+			local n=${P[$1]:-} b=isle
+			[ -n "$2" ] && b=${P[$2]:-isle}
+			[ "$n" = isle ] && [ "$b" != isle ] && n=$b
+			case $n in
+			'') echo missing ;;
+			isle) echo 'shim|library' ;;
+			default | auto) echo library ;;
+			*) echo "$k:$n" ;;
+			esac
+		}
+		# class 0 also holds the 3 calls the shim never takes: library
+		w0=$(want 8 '')
+		case $w0 in
+		library) w0=library ;;
+		'shim|library') w0='shim,library|library' ;;
+		shim) w0=shim,library ;;
+		*) w0=library,$w0 ;;
+		esac
+		got="$(field 'class 0 ' 8) $(field 'class 256 ' 8) $(field 'class 4096 ' 8) $(field 'class 65536 ' 8)"
+		if [ ${#P[@]} -ge 10 ] && [[ $got =~ ^($w0)\ ($(want 2K 512))\ ($(want 32K 8K))\ ($(want 512K 128K))$ ]]; then
+			ok "$k auto: ran per class '$got'; probe picked 8:${P[8]} 2K:${P[2K]} 32K:${P[32K]} 512K:${P[512K]}"
+		else
+			bad "$k auto: ran per class '$got', want '$w0 $(want 2K 512) $(want 32K 8K) $(want 512K 128K)' (picks: ${#P[@]})"
+			show
+		fi
+	else
+		bad "$k auto, probe run: run failed"
 		show
 	fi
 	# --- the same at the default bound (1%): 8 calls do not earn the probe

@@ -471,6 +471,14 @@ static void test_report_golden(void **state)
 	}
 	closedir(d);
 	assert_true(n >= 3);
+	/* Path names: each reads back as itself, nothing else reads. */
+	for (int p = 0; p < ISLE_REPORT_PATHS; p++)
+		assert_int_equal(
+		    isle_report_path_parse(isle_report_path_name(p)), p);
+	assert_string_equal(isle_report_path_name(ISLE_REPORT_MPICH_SMP),
+			    "mpich:smp");
+	assert_int_equal(isle_report_path_parse("smp"), -EINVAL);
+	assert_int_equal(isle_report_path_parse("?"), -EINVAL);
 	/* Class bounds. */
 	assert_int_equal(isle_report_class(0), 0);
 	assert_int_equal(isle_report_class(255), 0);
