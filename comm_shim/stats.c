@@ -17,14 +17,17 @@
 
 #define ADD(var, v) __atomic_fetch_add(&(var), (v), __ATOMIC_RELAXED)
 
+/* passed and ran first: a pass-through of a small call touches one cache
+ * line of them. */
 static struct {
-	uint64_t taken[ISLE_REPORT_CLASSES], passed[ISLE_REPORT_CLASSES];
+	uint64_t passed[ISLE_REPORT_CLASSES];
 	unsigned ran[ISLE_REPORT_CLASSES];
+	uint64_t taken[ISLE_REPORT_CLASSES];
 	uint64_t sent[ISLE_REPORT_TIERS], library[ISLE_REPORT_TIERS];
 	unsigned codecs[ISLE_REPORT_TIERS];
 	uint64_t probe_bytes;
 	uint64_t probe_ns;
-} st;
+} st __attribute__((aligned(64)));
 
 void isle__stat_ran(uint64_t bytes, int path)
 {
