@@ -7,7 +7,7 @@
  *
  *   bench_paired --mpi openmpi|mpich --variants V,V,... [--min-bytes B]
  *                [--max-bytes B] [--sizes B,B,...] [--iters N] [--warmup W]
- *                [--big-bytes B --big-iters N]
+ *                [--big-bytes B --big-iters N] [--batch-bytes B]
  *
  * Sizes: --min-bytes to --max-bytes in steps of 4, or the --sizes list
  * (ascending, the largest at most --max-bytes).
@@ -35,8 +35,14 @@
  *   isle_CODEC@ALGO  the same with ISLE_COMM_ALGO=ALGO (e.g.
  *               isle_none@leader): one of the shim's algorithms, forced.
  *
+ * Each timed iteration of a variant makes calls_per_iter calls back to
+ * back (--batch-bytes / bytes of them, 1 to 256; default 64 KiB), each
+ * into its own part of the output buffer: at 8 B one call is about a
+ * microsecond, within the barrier's skew and the clock's reach.
+ *
  * Output: one JSON line per variant and size: mpi, algo, bytes,
- * time_us_median/p10/p90 (the slowest rank's time per call), iters,
+ * time_us_median/p10/p90 (the slowest rank's time per call, over its
+ * iteration's calls), iters, calls_per_iter,
  * mismatches (elements of any call that differ from the exact sum; must be
  * 0 for mpi_* and isle_none), rel_error (lossy codecs, first call),
  * link_bytes (bytes each node's uplink ISLE_BENCH_LINK_DEV sent for one
@@ -162,22 +168,30 @@ static void setup(struct variant *v, const char *mpi, int iters)
 		die("cannot set up ", n);
 }
 
-/* One call of variant v; the slowest rank's time. Checks every element
- * this rank owns (i = rank mod size) against the exact sum. */
+/* reps calls of variant v back to back, each into its own slice of out;
+ * the slowest rank's time per call. Checks every element this rank owns
+ * (i = rank mod size) of every call against the exact sum. */
 static double call(struct variant *v, const char *mpi, const float *in,
-		   float *out, const float *ref, size_t n, int first)
+		   float *out, const float *ref, size_t n, int reps, int first)
 {
 	double t, tmax, acc[2] = {0, 0};
 
 	PMPI_Barrier(MPI_COMM_WORLD);
 	t = isle__bench_now_s();
-	if ((v->shim
-		 ? MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, v->comm)
-		 : isle__lib_allreduce(&v->lib, in, out, (int)n, MPI_FLOAT,
-				       MPI_SUM, v->comm)) != MPI_SUCCESS)
-		die("allreduce failed: ", v->name);
-	t = isle__bench_now_s() - t;
-	v->mismatches += isle__bench_check(out, ref, n, rank, size, acc);
+	for (int r = 0; r < reps; r++)
+		if ((v->shim ? MPI_Allreduce(in, out + (size_t)r * n, (int)n,
+					     MPI_FLOAT, MPI_SUM, v->comm)
+			     : isle__lib_allreduce(
+				   &v->lib, in, out + (size_t)r * n, (int)n,
+				   MPI_FLOAT, MPI_SUM, v->comm)) != MPI_SUCCESS)
+			die("allreduce failed: ", v->name);
+	t = (isle__bench_now_s() - t) / reps;
+	for (int r = 0; r < reps; r++) {
+		double a[2] = {0, 0};
+
+		v->mismatches += isle__bench_check(out + (size_t)r * n, ref, n,
+						   rank, size, r ? a : acc);
+	}
 	if (first) {
 		double sum[2];
 
@@ -196,7 +210,8 @@ int main(int argc, char **argv)
 		   *sizes = NULL;
 	size_t sz[64];
 	int nsz = 0;
-	size_t min_b = 8, max_b = 256u << 20, big_b = SIZE_MAX;
+	size_t min_b = 8, max_b = 256u << 20, big_b = SIZE_MAX,
+	       batch_b = 64 << 10;
 	int iters = 30, warmup = 3, big_iters = 30, provided, nv = 0, local;
 	struct variant v[MAXV] = {0};
 	float *in, *out, *ref;
@@ -229,6 +244,8 @@ int main(int argc, char **argv)
 			big_b = parse_size(a);
 		else if (!strcmp(k, "--big-iters"))
 			big_iters = atoi(a);
+		else if (!strcmp(k, "--batch-bytes"))
+			batch_b = parse_size(a);
 		else
 			die("unknown option ", k);
 	}
@@ -269,6 +286,13 @@ int main(int argc, char **argv)
 	for (int si = 0; si < nsz; si++) {
 		size_t bytes = sz[si], n = bytes / sizeof(float);
 		int it = bytes >= big_b ? big_iters : iters;
+		/* Calls per sample: about batch_b bytes, at most 256 calls. */
+		int reps = bytes < batch_b ? (int)(batch_b / bytes) : 1;
+
+		if (reps > 256)
+			reps = 256;
+		if ((size_t)reps * n > maxn)
+			reps = (int)(maxn / n);
 
 		for (int k = 0; k < nv; k++) {
 			v[k].mismatches = 0;
@@ -283,7 +307,7 @@ int main(int argc, char **argv)
 			PMPI_Barrier(MPI_COMM_WORLD);
 			if (local == 0)
 				tx0 = eth0_tx();
-			call(&v[k], mpi, in, out, ref, n, 1);
+			call(&v[k], mpi, in, out, ref, n, 1, 1);
 			PMPI_Barrier(MPI_COMM_WORLD);
 			d = 0;
 			if (local == 0 && tx0 >= 0 && (tx1 = eth0_tx()) >= 0)
@@ -297,7 +321,8 @@ int main(int argc, char **argv)
 		for (int i = -warmup; i < it; i++)
 			for (int j = 0; j < nv; j++) {
 				int k = (j + (i < 0 ? 0 : i)) % nv;
-				double t = call(&v[k], mpi, in, out, ref, n, 0);
+				double t =
+				    call(&v[k], mpi, in, out, ref, n, reps, 0);
 
 				if (i >= 0)
 					v[k].t[i] = t;
@@ -311,16 +336,16 @@ int main(int argc, char **argv)
 				continue;
 			qsort(v[k].t, (size_t)it, sizeof(double),
 			      isle__bench_cmp_dbl);
-			printf(
-			    "{\"mpi\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,"
-			    "\"time_us_median\":%.2f,\"time_us_p10\":%.2f,"
-			    "\"time_us_p90\":%.2f,\"iters\":%d,\"warmup\":%d,"
-			    "\"mismatches\":%ld,\"rel_error\":%.3g,",
-			    mpi, v[k].name, bytes,
-			    isle__bench_quantile(v[k].t, it, 0.5) * 1e6,
-			    isle__bench_quantile(v[k].t, it, 0.1) * 1e6,
-			    isle__bench_quantile(v[k].t, it, 0.9) * 1e6, it,
-			    warmup, bad, v[k].rel_error);
+			printf("{\"mpi\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,"
+			       "\"time_us_median\":%.3f,\"time_us_p10\":%.3f,"
+			       "\"time_us_p90\":%.3f,\"iters\":%d,\"calls_per_"
+			       "iter\":%d,\"warmup\":%d,"
+			       "\"mismatches\":%ld,\"rel_error\":%.3g,",
+			       mpi, v[k].name, bytes,
+			       isle__bench_quantile(v[k].t, it, 0.5) * 1e6,
+			       isle__bench_quantile(v[k].t, it, 0.1) * 1e6,
+			       isle__bench_quantile(v[k].t, it, 0.9) * 1e6, it,
+			       reps, warmup, bad, v[k].rel_error);
 			if (v[k].link_bytes >= 0)
 				printf("\"link_bytes\":%.0f}\n",
 				       v[k].link_bytes);

@@ -18,6 +18,9 @@
 # emulated nodes (--ppn per node) so that the shim builds its hierarchy.
 # MPICH's ranks busy-poll without yielding: on a 2-core host it runs one
 # rank per node (--mpich-ppn 1, 2 ranks) where Open MPI runs --ppn 2.
+# Below 64 KiB each timed iteration makes 64 KiB / bytes calls back to back
+# (at most 256; calls_per_iter): one 8 B call (about 1 us on MPICH) is
+# within a barrier's skew and the clock's reach.
 # Rows: mpi, algo, bytes, time_us_median/p10/p90, link_bytes (null here: no
 # emulated uplink), mismatches (every call checked against the exact sum).
 # The file adds commit, the host's idle CPU share during each job, and
