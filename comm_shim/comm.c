@@ -888,7 +888,7 @@ int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 	if (algo != ISLE_ALGO_PASSTHROUGH)
 		isle__stat_ran(count * es, ISLE_REPORT_SHIM);
 	else if ((i = isle__lib_pick(c, count * es)) > 0)
-		isle__stat_ran(count * es, c->lib[i].path);
+		isle__stat_ran(count * es, isle__lib_path(&c->lib[i]));
 	else
 		isle__stat_ran(count * es, ISLE_REPORT_LIBRARY);
 	if (algo != ISLE_ALGO_PASSTHROUGH)

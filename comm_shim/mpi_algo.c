@@ -150,11 +150,18 @@ int isle__lib_parse(const char *name, struct isle__lib_algo *out)
 			return -EINVAL;
 #endif
 		out->alg = algs[k].alg;
-		out->path = algs[k].path;
 		snprintf(out->name, sizeof(out->name), "%s", name);
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int isle__lib_path(const struct isle__lib_algo *a)
+{
+	for (size_t k = 0; a->alg && k < sizeof(algs) / sizeof(algs[0]); k++)
+		if (algs[k].alg == a->alg)
+			return algs[k].path;
+	return ISLE_REPORT_LIBRARY;
 }
 
 int isle__lib_usable(void)
@@ -208,18 +215,18 @@ int isle__lib_allreduce(const struct isle__lib_algo *a, const void *sendbuf,
 	(void)a;
 	return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 #else
-	static int checked; /* the first write of each call read back */
-	struct cvar *v;
+	/* Bound, and a first write read back, once: no name lookup per
+	 * call (the pass-through's cost). */
+	static struct cvar *v;
 	int rc, val = a->alg;
 
 	if (!a->alg)
 		return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
-	if (!checked) {
+	if (!v || !v->name) {
 		if (cvar_write(CVAR_ALG, a->alg, 1))
 			return MPI_ERR_OTHER;
-		checked = 1;
+		v = cvar_get(CVAR_ALG);
 	}
-	v = cvar_get(CVAR_ALG);
 	if (MPI_T_cvar_write(v->h, &val) != MPI_SUCCESS)
 		return MPI_ERR_OTHER;
 	rc = PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);

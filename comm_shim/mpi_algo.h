@@ -32,7 +32,6 @@
 /* Library algorithm: alg 0 is the library's default. */
 struct isle__lib_algo {
 	int alg, seg; /* seg: Open MPI segmented ring's segment bytes */
-	int path;     /* its name in the report: enum isle_report_path */
 	char name[24];
 };
 
@@ -45,6 +44,11 @@ void isle__lib_t_fini(void);
 /* "default", "ring", "rdoubling", "rabenseifner", "segring:BYTES" (Open
  * MPI); "auto", "nb", "smp", "rdoubling", "rsag" (MPICH). */
 int isle__lib_parse(const char *name, struct isle__lib_algo *out);
+
+/* a's name in the per-job report (enum isle_report_path). A function, not
+ * a field: struct isle_comm holds these, and its layout (the fields the
+ * pass-through reads) stays as it was. */
+int isle__lib_path(const struct isle__lib_algo *a);
 
 /* The names the shim's probe tries, the library's default first; NULL
  * ends the list. */

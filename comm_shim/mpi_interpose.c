@@ -405,8 +405,9 @@ static int b_allreduce(const void *sendbuf, void *recvbuf, int count,
 		if (lc->carried + bytes < lc->cal_due &&
 		    (bytes <= lc->small_pass || i >= 0)) {
 			lc->carried += bytes;
-			isle__stat_ran(bytes, i > 0 ? lc->lib[i].path
-						    : ISLE_REPORT_LIBRARY);
+			isle__stat_ran(bytes, i > 0
+						  ? isle__lib_path(&lc->lib[i])
+						  : ISLE_REPORT_LIBRARY);
 			/* isle__lib_call's choice, inline: the default's
 			 * call is the cost of every pass-through. */
 			if ((i > 0
