@@ -18,6 +18,7 @@ def q(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(p * len(v)))]
 for res, tag in [('res2', 'mpich-base'), ('res2', 'mpich-newsingle'), ('res2', 'mpich-basebatch'),
                  ('res2', 'mpich-new'), ('res6', 'mpich-basebatch'), ('res6', 'mpich-new'),
+                 ('res9', 'mpich-basebatch'), ('res9', 'mpich-new'), ('res9', 'mpich-varB'),
                  ('res7', 'ompi-base'), ('res7', 'ompi-basebatch'), ('res7', 'ompi-new')]:
     files = sorted(glob.glob('%s/%s-%s-*.txt' % (here, res, tag)))
     rat, idle, calls = {}, [], {}
@@ -32,10 +33,10 @@ for res, tag in [('res2', 'mpich-base'), ('res2', 'mpich-newsingle'), ('res2', '
     for b in sorted(rat):
         v = rat[b]
         print('   %5d B  isle_none/default  median %.3f  p10 %.3f  p90 %.3f  (calls/iter %d)' % (b, st.median(v), q(v, .1), q(v, .9), calls[b]))
-print('res6 MPICH 8 B by isle_none\'s pick:')
-for tag in ['mpich-basebatch', 'mpich-new']:
+for res, tag in [('res6', 'mpich-basebatch'), ('res6', 'mpich-new'), ('res9', 'mpich-basebatch'),
+                 ('res9', 'mpich-new'), ('res9', 'mpich-varB')]:
     agg = {}
-    for f in sorted(glob.glob('%s/res6-%s-*.txt' % (here, tag))):
+    for f in sorted(glob.glob('%s/%s-%s-*.txt' % (here, res, tag))):
         t, _ = rows(f)
         e = open(f + '.err').read()
         pk = e.split('probed 8:')[1].split()[0] if 'probed 8:' in e else '?'
@@ -43,5 +44,5 @@ for tag in ['mpich-basebatch', 'mpich-new']:
         d = t[('mpi_' + ('auto' if pk in ('auto', 'isle') else pk), 8)]['time_us_median']
         agg.setdefault(pk, []).append((i / a, i / d))
     for pk, v in sorted(agg.items()):
-        print('   %-16s pick %-9s runs %2d  isle_none/mpi_auto median %.3f  isle_none/mpi_%s (same algorithm, direct) median %.3f'
-              % (tag, pk, len(v), st.median(x[0] for x in v), 'auto' if pk == 'auto' else pk, st.median(x[1] for x in v)))
+        print('   %s %-16s pick %-9s runs %2d  isle_none/mpi_auto median %.3f  isle_none/mpi_%s (same algorithm, direct) median %.3f'
+              % (res, tag, pk, len(v), st.median(x[0] for x in v), 'auto' if pk == 'auto' else pk, st.median(x[1] for x in v)))
