@@ -39,9 +39,13 @@
 #    "fraction", "diff_s": {"median", "p90", "max"}, "early", "late",
 #    "real_by": {"main", "backfill"}, "miss_by": {"main", "backfill"},
 #    "ticks": {"main_phase", "bf_phase"}, "fraction_no_ticks",
+#    "wait_by_class": {"real"|"sim": {"1"|"2-8"|"9-64"|">64": {"jobs",
+#    "mean_s", "p95_s"}}}, "wait_gpu_s": {"real", "sim"},
 #    "slurm_cpu_idle_pct": the host's idle CPU share over that policy's
 #    Slurm run (null: not recorded)}],
-#    "startcheck": {POLICY: fraction}, "commit", "cpu_idle_pct"}
+#    "startcheck": {POLICY: fraction}, "class_bound": {CLASS: isle's real
+#    mean wait <= 1.1 x the better of tree's and block's + 60 s (issue 25's
+#    bound; null unless all three ran)}, "commit", "cpu_idle_pct"}
 # and beside it startcheck-jobs.tsv (per job: policy id gpus limit_s
 # submit real_start sim_start diff scheduler), the raw material of any
 # miss. diff = sim - real, seconds; "within": |diff| <= bf_interval.
@@ -434,6 +438,21 @@ for pol in $POLICIES; do
 		n++; d[n] = $9; a = $9 < 0 ? -$9 : $9; ad[n] = a
 		if (a <= bfi) w++; else { if ($9 < 0) early++; else late++; miss[$10]++ }
 		real[$10]++
+		c = $4 == 1 ? "1" : $4 <= 8 ? "2-8" : $4 <= 64 ? "9-64" : ">64"
+		nc[c]++; wr[c, nc[c]] = $7 - $6; ws[c, nc[c]] = $8 - $6
+		gw_r += $4 * ($7 - $6); gw_s += $4 * ($8 - $6); gs += $4
+	}
+	# class C of W (wr: real, ws: simulated): {"mean_s", "p95_s", "jobs"}
+	function cls(W, c,   i, k, sum, v) {
+		k = nc[c]
+		for (i = 1; i <= k; i++) { v[i] = W[c, i]; sum += v[i] }
+		sort(v, k)
+		return sprintf("\"%s\": {\"jobs\": %d, \"mean_s\": %.2f, \"p95_s\": %.2f}", c, k, sum / k, v[int(0.95 * k + 0.999999)])
+	}
+	function classes(W,   c, o, sep) {
+		split("1 2-8 9-64 >64", cl, " ")
+		for (i = 1; i <= 4; i++) if (nc[cl[i]]) { o = o sep cls(W, cl[i]); sep = ", " }
+		return "{" o "}"
 	}
 	function sort(v, k,   i, j, x) { for (i = 2; i <= k; i++) { x = v[i]; for (j = i - 1; j > 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x } }
 	END {
@@ -446,6 +465,8 @@ for pol in $POLICIES; do
 		printf "\"real_by\": {\"main\": %d, \"backfill\": %d}, ", real["main"], real["backfill"]
 		printf "\"miss_by\": {\"main\": %d, \"backfill\": %d}, ", miss["main"], miss["backfill"]
 		printf "\"ticks\": {\"main_phase\": %s, \"bf_phase\": %s}, ", pm, pb
+		printf "\"wait_by_class\": {\"real\": %s, \"sim\": %s}, ", classes(wr), classes(ws)
+		printf "\"wait_gpu_s\": {\"real\": %.2f, \"sim\": %.2f}, ", gs ? gw_r / gs : 0, gs ? gw_s / gs : 0
 		printf "\"fraction_no_ticks\": %.4f, \"slurm_cpu_idle_pct\": %s}", n ? ntw / n : 0, idle
 	}' "$jobs_tsv.tmp")")
 done
@@ -462,7 +483,16 @@ printf '%s\n' "${results[@]}" | jq -s \
 	'{slurm: $slurm, jobs: $jobs, bf_interval: $bfi, bf_resolution: $bfr,
 	  seed: $seed, load: $load, dur_min_s: $dmin, dur_max_s: $dmax,
 	  results: ., startcheck: (map({(.policy): .fraction}) | add)}
-	  + ($from | if . == "" then {} else {slurm_run_commit: $src} end)' >"$out"
+	  + ($from | if . == "" then {} else {slurm_run_commit: $src} end)
+	  | .class_bound = ((.results | map({(.policy): .wait_by_class.real}) | add) as $w
+	    | if $w.isle and $w.tree and $w.block then
+		$w.isle | with_entries(.key as $c | .value =
+		  ([$w.tree[$c].mean_s, $w.block[$c].mean_s] | map(select(. != null))
+		   | min) as $b | if $b == null then null
+				  else .value.mean_s <= 1.1 * $b + 60 end)
+	      else null end)' >"$out"
 isle_bench_stamp "$out"
 jq -r '.results[] | "startcheck: \(.policy): \(.within)/\(.jobs) jobs within one bf_interval (\(.fraction)); |diff| median \(.diff_s.median) s, p90 \(.diff_s.p90) s, max \(.diff_s.max) s"' "$out" >&2
+jq -r '.results[] | "startcheck: \(.policy): real wait by class (mean s): \(.wait_by_class.real | to_entries | map("\(.key) \(.value.mean_s)") | join(", ")); GPU-weighted \(.wait_gpu_s.real) s"' "$out" >&2
+jq -r 'select(.class_bound) | "startcheck: isle within 1.1 x min(tree, block) + 60 s on real Slurm: \(.class_bound | to_entries | map("\(.key) \(if .value == null then "n/a" elif .value then "met" else "missed" end)") | join(", "))"' "$out" >&2
 echo "startcheck: wrote $out and $jobs_tsv" >&2

@@ -61,6 +61,22 @@ for pol in $policies; do
 		echo "FAIL: $pol: $n jobs compared, not 40"
 		bad=1
 	fi
+	# Wait by class (issue 25): every job in one class, means as the
+	# per-job rows give them.
+	want=$(awk -v p="$pol" '$1 == p {
+		c = $4 == 1 ? "1" : $4 <= 8 ? "2-8" : $4 <= 64 ? "9-64" : ">64"
+		n[c]++; s[c] += $7 - $6 }
+		END { for (c in n) printf "%s %d %.2f\n", c, n[c], s[c] / n[c] }' \
+		"$(dirname "$out")/startcheck-jobs.tsv" | sort)
+	got=$(jq -r --arg p "$pol" '.results[] | select(.policy == $p) |
+		.wait_by_class.real | to_entries[] | "\(.key) \(.value.jobs) \(.value.mean_s)"' "$out" |
+		awk '{ printf "%s %d %.2f\n", $1, $2, $3 }' | sort)
+	if [ -z "$got" ] || [ "$got" != "$want" ]; then
+		echo "FAIL: $pol: wait_by_class.real '$got', the job rows give '$want'"
+		bad=1
+	else
+		echo "$pol: real wait by class (class jobs mean_s): $(echo "$got" | paste -sd ';')"
+	fi
 	if awk -v f="$f" -v t="$floor" 'BEGIN { exit !(f < t) }'; then
 		echo "FAIL: $pol: $f of the jobs within one bf_interval, under $floor"
 		bad=1
