@@ -31,14 +31,19 @@
 # has its GPUs back. islesim: --csv (7th column: the time limit)
 # --bf-interval --bf-resolution --bf-agent (passes timed as
 # backfill_agent times them) --ticks (slurmctld's one-second clocks, their
-# phases measured from the log) --slurm-release --starts.
+# phases measured from the log) --main-stamp-prev (when most main-scheduler
+# starts have a StartTime one second before their log line)
+# --slurm-release --starts.
 #
 # Writes OUT.json (default build/bench/startcheck.json):
 #   {"slurm", "jobs", "bf_interval", "bf_resolution", "seed", "load",
 #    "dur_min_s", "dur_max_s", "results": [{"policy", "jobs", "within",
 #    "fraction", "diff_s": {"median", "p90", "max"}, "early", "late",
 #    "real_by": {"main", "backfill"}, "miss_by": {"main", "backfill"},
-#    "ticks": {"main_phase", "bf_phase"}, "fraction_no_ticks",
+#    "ticks": {"main_phase", "bf_phase"}, "main_stamp": {"prev", "main",
+#    "replay_prev"}: main-scheduler starts stamped with the second before
+#    their log line, of all main starts, and whether the replay did so,
+#    "fraction_no_ticks",
 #    "wait_by_class": {"real"|"sim": {"1"|"2-8"|"9-64"|">64": {"jobs",
 #    "mean_s", "p95_s"}}}, "wait_gpu_s": {"real", "sim"},
 #    "slurm_cpu_idle_pct": the host's idle CPU share over that policy's
@@ -396,10 +401,27 @@ replay_policy() {
 			printf "%.3f", v[int((n + 1) / 2)]
 		}' "$d/slurmctld.log")
 	echo "$epi" >"$d/epilog"
+	# The second the main scheduler stamps its starts with (islesim
+	# --main-stamp-prev): its pass runs as the background loop wakes on
+	# a whole second, and time() (the kernel's coarse clock) can still
+	# read the second before. Which one a pass gets depends on a few ms
+	# of thread wake-up; islesim takes the one most of the run's main
+	# starts got: StartTime (scontrol, time()) before the second of the
+	# log's "sched: Allocate" line. "PREV MAIN" in $d/stamp.
+	awk -v lt="$d/logtimes" '
+		function f(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
+		BEGIN { while ((getline l < lt) > 0) { split(l, a, " "); st[a[1]] = a[3]; how[a[1]] = a[4] } }
+		{ id = f("JobId"); s = f("StartTime")
+		  if (f("JobName") !~ /^sc[0-9]+$/ || how[id] != "main") next
+		  gsub(/[-T:]/, " ", s); n++; if (mktime(s) < int(st[id])) p++ }
+		END { printf "%d %d\n", p, n }' "$d/jobs.txt" >"$d/stamp"
+	read -r sp sn <"$d/stamp"
+	stamp=()
+	[ $((2 * sp)) -gt "$sn" ] && stamp=(--main-stamp-prev)
 	rm -f "$d/starts" "$d/starts-noticks"
 	"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
 		--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
-		--bf-pass-cost "$cost" --epilog "$epi" --ticks "$pm,$pb" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
+		--bf-pass-cost "$cost" --epilog "$epi" --ticks "$pm,$pb" "${stamp[@]}" --slurm-release "$rel" --starts "$d/starts" >"$d/sim.out" &&
 		"$sim" --cluster "$cluster" --csv "$d/replay.csv" --policy "$pol" \
 			--bf-interval "$BFI" --bf-resolution "$BFR" --bf-agent --epoch0 "$e0" \
 			--bf-pass-cost "$cost" --epilog "$epi" --slurm-release "$rel" --starts "$d/starts-noticks" >/dev/null ||
@@ -432,8 +454,9 @@ for pol in $POLICIES; do
 	ntw=$(join <(sort -k1,1 "$work/$pol.tsv") <(sort -k1,1 "$work/$pol/starts-noticks.idx") |
 		awk -v bfi="$BFI" '{ d = $9 - $6; if (d <= bfi && d >= -bfi) w++ } END { print w + 0 }')
 	read -r pm pb <"$work/$pol/phases"
+	read -r sp sn <"$work/$pol/stamp"
 	idle=$(cat "$work/$pol/cpu_idle" 2>/dev/null || echo null)
-	results+=("$(awk -v p="$pol" -v bfi="$BFI" -v ntw="$ntw" -v pm="$pm" -v pb="$pb" -v idle="$idle" '
+	results+=("$(awk -v p="$pol" -v bfi="$BFI" -v ntw="$ntw" -v pm="$pm" -v pb="$pb" -v sp="$sp" -v sn="$sn" -v idle="$idle" '
 	$1 == p {
 		n++; d[n] = $9; a = $9 < 0 ? -$9 : $9; ad[n] = a
 		if (a <= bfi) w++; else { if ($9 < 0) early++; else late++; miss[$10]++ }
@@ -467,6 +490,7 @@ for pol in $POLICIES; do
 		printf "\"ticks\": {\"main_phase\": %s, \"bf_phase\": %s}, ", pm, pb
 		printf "\"wait_by_class\": {\"real\": %s, \"sim\": %s}, ", classes(wr), classes(ws)
 		printf "\"wait_gpu_s\": {\"real\": %.2f, \"sim\": %.2f}, ", gs ? gw_r / gs : 0, gs ? gw_s / gs : 0
+		printf "\"main_stamp\": {\"prev\": %d, \"main\": %d, \"replay_prev\": %s}, ", sp, sn, (2 * sp > sn) ? "true" : "false"
 		printf "\"fraction_no_ticks\": %.4f, \"slurm_cpu_idle_pct\": %s}", n ? ntw / n : 0, idle
 	}' "$jobs_tsv.tmp")")
 done

@@ -408,6 +408,10 @@ struct sim_opts {
 	 * main scheduler skips it, backfill defers a job that chose it
 	 * (--epilog; 0: none) */
 	double epilog_s;
+	/* the main scheduler stamps its starts with the second before its
+	 * tick: slurmctld's time() (the coarse clock) has not turned yet as
+	 * the background loop wakes on the second (--main-stamp-prev) */
+	int main_stamp_prev;
 	FILE *trace;	/* per-job placements, or NULL */
 	FILE *bf_log;	/* backfill passes' decisions (sim.c), or NULL */
 	FILE *cost_out; /* per-job step times (2+ GPU training), or NULL */

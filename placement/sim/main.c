@@ -117,6 +117,10 @@ static void usage(FILE *f)
 	    " job ends:\n"
 	    "                   the main pass skips it, backfill defers a"
 	    " job on it (0)\n"
+	    "  --main-stamp-prev  the main scheduler's starts get the second"
+	    " before\n"
+	    "                   its tick as start time (slurmctld's coarse"
+	    " time())\n"
 	    "  --data DIR       shared data (default $ISLE_TEST_DATA or"
 	    " ../shared/data)\n"
 	    "  --bench DIR      all clusters x policies x mixes (--mix: that"
@@ -775,6 +779,7 @@ int main(int argc, char **argv)
 	    {"bf-log", required_argument, NULL, 'L'},
 	    {"bf-pass-cost", required_argument, NULL, 'Q'},
 	    {"epilog", required_argument, NULL, 'g'},
+	    {"main-stamp-prev", no_argument, NULL, 'Y'},
 	    {"starts", required_argument, NULL, 'o'},
 	    {"data", required_argument, NULL, 'd'},
 	    {"bench", required_argument, NULL, 'b'},
@@ -903,6 +908,9 @@ int main(int argc, char **argv)
 		case 'g':
 			c.sched.epilog_s = atof(optarg);
 			bad |= c.sched.epilog_s < 0;
+			break;
+		case 'Y':
+			c.sched.main_stamp_prev = 1;
 			break;
 		case 'Q':
 			c.sched.bf_pass_cost = atof(optarg);

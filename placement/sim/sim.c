@@ -400,14 +400,15 @@ static int load_track(struct state *s, int ji, const int *nodes,
 		   : isle_place_load_remove(s->eng, nodes, masks, nnodes, tr);
 }
 
-static int start_job(struct state *s, int ji, double now,
+/* stamp: the job's start_time, slurmctld's whole second for it. */
+static int start_job(struct state *s, int ji, double now, double stamp,
 		     const struct isle_place_req *req)
 {
 	struct sim_job *j = &s->jobs[ji];
 	struct isle_place_result *r = &s->res;
 	struct running run = {.job = ji,
 			      .end = now + j->duration,
-			      .limit_end = slurm_sec(s->o, now) + job_limit(j)};
+			      .limit_end = stamp + job_limit(j)};
 	int rc, k;
 
 	rc = isle_place_commit(r, s->free);
@@ -522,7 +523,12 @@ static int main_pass(struct state *s, double now)
 		}
 		if (rc)
 			return rc;
-		rc = start_job(s, ji, now, &req);
+		/* the pass starts as the background loop wakes on the
+		 * second; time() is the kernel's coarse clock, which can
+		 * still read the second before (--main-stamp-prev) */
+		rc = start_job(s, ji, now,
+			       slurm_sec(s->o, now) - s->o->main_stamp_prev,
+			       &req);
 		if (rc)
 			return rc;
 	}
@@ -892,7 +898,7 @@ static int bf_pass(struct state *s, struct bf_map *m, double now, int *ntested)
 
 			s->res = s->proj_res;
 			s->proj_res = tmp;
-			rc = start_job(s, ji, now, &req);
+			rc = start_job(s, ji, now, slurm_sec(o, now), &req);
 			if (!rc)
 				rc = bf_order(s, m);
 			if (rc)

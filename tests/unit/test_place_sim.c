@@ -633,6 +633,44 @@ static void test_epilog(void **state)
 	isle_topo_destroy(t);
 }
 
+/* --main-stamp-prev: the main scheduler stamps the 60-GPU job's start
+ * (tick 0.5 s) with second -1 instead of 0, so its planned end (stamp +
+ * 60 s limit) is 59 s and the 64-GPU job's reservation starts on the
+ * 5 s step at 55 s, not 60 s. The 4-GPU job (limit 50 s) fits in front
+ * of a reservation from 60 s and starts at the pass at 5.75 s; from 55 s
+ * it meets it and waits for the 64-GPU job to end. */
+static void test_main_stamp_prev(void **state)
+{
+	struct sim_opts o = {.policy = SIM_LINEAR,
+			     .seed = 1,
+			     .bf_resolution = 5,
+			     .bf_interval = 5,
+			     .bf_agent = 1,
+			     .ticks = 1,
+			     .main_phase = 0.5,
+			     .bf_phase = 0.75};
+	struct sim_metrics m;
+	struct sim_job *jobs = NULL;
+	isle_topo *t = NULL;
+	int n = 0;
+
+	crosscheck_trace("0.1,59,60,1,1,train,60\n1,10,64,1,1,train,60\n"
+			 "2,10,4,1,1,train,50\n",
+			 &t, &jobs, &n);
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[0].start == 0.5);
+	assert_true(jobs[2].start == 5.75);
+	o.main_stamp_prev = 1;
+	assert_int_equal(sim_run(t, jobs, n, &o, &m), 0);
+	assert_int_equal(m.placed, 3);
+	assert_true(jobs[0].start == 0.5);
+	assert_true(jobs[1].start == 60.5);
+	assert_true(jobs[2].start == 70.75);
+	free(jobs);
+	isle_topo_destroy(t);
+}
+
 /* --- flow model ---------------------------------------------------------- */
 
 static void test_maxmin_share(void **state)
@@ -1411,6 +1449,7 @@ int main(void)
 	    cmocka_unit_test(test_limit_agent),
 	    cmocka_unit_test(test_will_run_groups),
 	    cmocka_unit_test(test_epilog),
+	    cmocka_unit_test(test_main_stamp_prev),
 	    cmocka_unit_test(test_maxmin_share),
 	    cmocka_unit_test(test_maxmin_bottleneck),
 	    cmocka_unit_test(test_net_route),
