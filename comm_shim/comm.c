@@ -847,43 +847,68 @@ isle_algo isle_comm_algo_for(const isle_comm *c, size_t count, isle_dtype dtype)
 	return isle__choose(c, count, dtype);
 }
 
+/* Counts bytes toward this communicator's probe and runs it once due, at
+ * the same call on every rank (collectives come in the same order
+ * everywhere; both paths count). */
+static int probe_if_due(struct isle_comm *c, size_t bytes)
+{
+	char picks[256];
+	int rc;
+
+	c->carried += bytes;
+	if (c->carried < c->cal_due)
+		return 0;
+	c->cal_pending = 0;
+	c->cal_due = UINT64_MAX;
+	if ((rc = calibrate(c)))
+		return rc;
+	describe(c);
+	describe_picks(c, picks, sizeof(picks));
+	if (c->cfg.verbose && c->sync.rank == 0)
+		fprintf(stderr,
+			"isle_comm: %d ranks: crossover probed at %s "
+			"allreduce of %zu bytes (%llu bytes carried, "
+			"probe %llu): MPI's own up to %zu bytes%s\n",
+			c->sync.size, c->carried == bytes ? "the first" : "an",
+			bytes, (unsigned long long)c->carried,
+			(unsigned long long)c->cal_cost, c->pass_max, picks);
+	/* ISLE_COMM_VERBOSE=2: every rank's picks (the same). */
+	if (c->cfg.verbose >= 2)
+		fprintf(stderr, "isle_comm: rank %d of %d%s\n", c->sync.rank,
+			c->sync.size, picks);
+	return 0;
+}
+
+int isle__async_route(struct isle_comm *c, size_t count, isle_dtype dtype)
+{
+	size_t es = dtype == ISLE_DTYPE_F64 ? 8 : 4;
+	int rc;
+
+	if (!c->helper || count > INT_MAX)
+		return 0;
+	if ((rc = probe_if_due(c, count * es)))
+		return rc;
+	/* The model alone never gives the helper a call while the probe can
+	 * still judge it: the shim's path there is unmeasured, and the
+	 * library's own MPI_Iallreduce, progressed by the caller's waits,
+	 * costs no thread of its own (a job that ends before the probe is
+	 * due never runs the shim's path blind). */
+	if (c->cfg.algo == ISLE_ALGO_AUTO && c->cfg.calibrate && !c->probed)
+		return 0;
+	return isle__choose(c, count, dtype) != ISLE_ALGO_PASSTHROUGH;
+}
+
 int isle_comm_allreduce(isle_comm *c, const void *sendbuf, void *recvbuf,
 			size_t count, isle_dtype dtype, uint64_t key)
 {
 	size_t es = dtype == ISLE_DTYPE_F64 ? 8 : 4;
 	isle_algo algo;
-	int i;
+	int i, rc;
 
 	if (count > INT_MAX)
 		return -EOVERFLOW;
-	/* Counted on both paths (the interposer's short one too), so that
-	 * every rank enters the probe at the same call. */
-	c->carried += count * es;
-	if (c->carried >= c->cal_due) {
-		char picks[256];
-		int rc;
-
-		c->cal_pending = 0;
-		c->cal_due = UINT64_MAX;
-		if ((rc = calibrate(c)))
-			return rc;
-		describe(c);
-		describe_picks(c, picks, sizeof(picks));
-		if (c->cfg.verbose && c->sync.rank == 0)
-			fprintf(stderr,
-				"isle_comm: %d ranks: crossover probed at %s "
-				"allreduce of %zu bytes (%llu bytes carried, "
-				"probe %llu): MPI's own up to %zu bytes%s\n",
-				c->sync.size,
-				c->carried == count * es ? "the first" : "an",
-				count * es, (unsigned long long)c->carried,
-				(unsigned long long)c->cal_cost, c->pass_max,
-				picks);
-		/* ISLE_COMM_VERBOSE=2: every rank's picks (the same). */
-		if (c->cfg.verbose >= 2)
-			fprintf(stderr, "isle_comm: rank %d of %d%s\n",
-				c->sync.rank, c->sync.size, picks);
-	}
+	if ((rc = probe_if_due(c, count * es)))
+		return rc;
 	algo = isle__choose(c, count, dtype);
 	if (algo != ISLE_ALGO_PASSTHROUGH)
 		isle__stat_ran(count * es, ISLE_REPORT_SHIM);

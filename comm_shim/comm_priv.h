@@ -294,6 +294,15 @@ void isle__stat_probe_time(double s);
  * ISLE_REPORT / ISLE_REPORT_FILE ask for it. Nothing when neither is set. */
 void isle__report_finalize(void);
 
+/*
+ * Whether an MPI_Iallreduce of count dtype on c goes to the helper thread
+ * (1) or to the library on the caller's thread (0); < 0 the probe failed.
+ * Counts the call toward the probe and runs it when due: a collective, so
+ * every rank calls this at each of the communicator's float and double sums.
+ * Caller's thread only.
+ */
+int isle__async_route(struct isle_comm *c, size_t count, isle_dtype dtype);
+
 /* async.c */
 int isle__async_start(struct isle_comm *c);
 void isle__async_stop(struct isle_comm *c);

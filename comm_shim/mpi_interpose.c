@@ -503,8 +503,10 @@ static int b_iallreduce(const void *sendbuf, void *recvbuf, int count,
 		goto passthrough;
 	if ((rc = get_ctx(comm, &c)))
 		return fail(comm, "MPI_Iallreduce: setup", rc);
-	if (!c || !c->helper)
+	if (!c || (rc = isle__async_route(c, (size_t)count, dt)) == 0)
 		goto passthrough;
+	if (rc < 0)
+		return fail(comm, "MPI_Iallreduce: probe", rc);
 	/* The helper counts it when it runs (taken or not). */
 	g = calloc(1, sizeof(*g));
 	if (!g)

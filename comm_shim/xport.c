@@ -14,6 +14,10 @@
 
 #include "comm_priv.h"
 
+/* The longest nap between tests of the helper thread's waits: the most it
+ * adds to one transfer's completion. */
+#define HELPER_NAP_MAX_US 256
+
 double isle__now(void)
 {
 	struct timespec ts;
@@ -115,7 +119,8 @@ int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 		  MPI_Request *reqs, const int *peers)
 {
 	double timeout = ch->owner->cfg.timeout_s, deadline;
-	int flag = 0;
+	int flag = 0, helper = ch == &ch->owner->async;
+	long nap_us = 16;
 
 	if (n == 0)
 		return 0;
@@ -130,9 +135,19 @@ int isle__waitall(struct isle__chan *ch, MPI_Comm comm, int n,
 			return -EIO;
 		if (flag)
 			return 0;
-		/* Oversubscribed nodes: let the peer we wait for run. */
-		if (spin > 256)
+		/* Oversubscribed nodes: let the peer we wait for run. The
+		 * helper thread sleeps instead, from 16 us doubling to
+		 * HELPER_NAP_MAX_US: it runs beside the application's
+		 * compute, which a spinning helper would slow down. */
+		if (spin > 256 && helper) {
+			struct timespec ts = {0, 1000L * nap_us};
+
+			nanosleep(&ts, NULL);
+			if (nap_us < HELPER_NAP_MAX_US)
+				nap_us *= 2;
+		} else if (spin > 256) {
 			sched_yield();
+		}
 		if ((spin & 255) == 255 && isle__now() > deadline)
 			break;
 	}
