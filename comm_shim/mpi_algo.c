@@ -103,11 +103,17 @@ static int t_inited;
 
 int isle__lib_t_init(void)
 {
-	int provided;
+	int provided, level = MPI_THREAD_MULTIPLE, inited = 0;
 
 	if (t_inited)
 		return 0;
-	if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+	/* Open MPI 4.1 sets the process's thread level to the one MPI_T is
+	 * asked for, even after MPI_Init: ask for what MPI_Init gave, or
+	 * MPI_THREAD_MULTIPLE would silently become SINGLE. */
+	if (PMPI_Initialized(&inited) == MPI_SUCCESS && inited &&
+	    PMPI_Query_thread(&level) != MPI_SUCCESS)
+		return -EIO;
+	if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS)
 		return -EIO;
 	t_inited = 1;
 	return 0;

@@ -110,6 +110,21 @@ expect_pass "exact 4 ranks, small ones passed to MPI (MIN_BYTES)" 4 \
 expect_pass "exact 2 ranks 2^26 floats" 2 ISLE_COMM_ALGO=ring -- \
 	exact --sizes 67108864 --dtype float
 
+# --- the helper thread runs for a program that called plain MPI_Init: the
+# shim asks for MPI_THREAD_MULTIPLE, and the probe's MPI_T session must not
+# lower it (Open MPI 4.1's MPI_T_init_thread sets the process's level), or
+# every MPI_Iallreduce silently passes through. After the probe (share 0:
+# at the first call) the helper's calls stay exact.
+if run 4 ISLE_COMM_VERBOSE=1 ISLE_COMM_PROBE_SHARE=0 -- exact --sizes 1,7,4099,65537 --async 4 &&
+	grep -q '^exact: PASS' "$T/out" &&
+	grep -q '^isle_comm: 4 ranks, .*, async helper, ' "$T/out"; then
+	echo "ok   helper thread after MPI_Init and the probe: $(grep -m1 '^isle_comm: 4 ranks, ' "$T/out" | sed 's/^isle_comm: //')"
+else
+	echo "FAIL helper thread: not started after MPI_Init (or the run failed)"
+	grep -E 'FAIL|rror|isle_comm' "$T/out" | head -10
+	fails=$((fails + 1))
+fi
+
 # --- the crossover probe runs once, at the first float or double sum of a
 # communicator once it is due; unbounded (ISLE_COMM_PROBE_SHARE=0), that
 # is the first call, whatever its size. Its picks (ISLE_COMM_VERBOSE=2:
