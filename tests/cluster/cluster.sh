@@ -582,6 +582,12 @@ isle__write_conf() {
 		echo "SlurmdUser=root"
 		echo "AuthType=auth/slurm"
 		echo "CredType=cred/slurm"
+		# One host runs every node's daemons and every job's ranks, so a
+		# step's prolog can wait a minute for a CPU; auth/slurm's 60 s
+		# token (and the 120 s launch credential) would then expire
+		# between slurmd and slurmstepd ("decode_jwt: token expired"),
+		# and the job would be requeued.
+		echo "AuthInfo=ttl=600,cred_expire=600"
 		echo "StateSaveLocation=$d/state"
 		echo "SlurmdSpoolDir=$d/spool/%n"
 		echo "SlurmctldPidFile=$d/run/slurmctld.pid"
